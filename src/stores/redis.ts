@@ -1,0 +1,254 @@
+import type { Cluster, Redis } from 'ioredis'
+import { AirlockError, optionError } from '../core/errors.js'
+import { describe, duration, knownKeys, safeName } from '../core/validate.js'
+import * as lua from './lua.js'
+import type { AcquireRequest, AcquireResult, LeaseState, RefreshResult, Store } from './types.js'
+
+/** An ioredis client: a standalone `Redis` or a `Cluster`. */
+export type RedisClient = Redis | Cluster
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster` client. The store never closes it; you do. */
+  client: RedisClient
+  /**
+   * Budget for one store call (ms), after which it rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`
+   * instead of waiting on ioredis' offline queue or a dead connection. Default 1000.
+   */
+  commandTimeout?: number
+  /** Key prefix; keys look like `{<prefix>:<name>}:h`. Default `'airlock'`. */
+  prefix?: string
+}
+
+/** Script names on the client; versioned so two package versions on one client never clash. */
+const COMMANDS = {
+  acquire: { name: 'airlockAcquireV1', lua: lua.ACQUIRE },
+  refresh: { name: 'airlockRefreshV1', lua: lua.REFRESH },
+  release: { name: 'airlockReleaseV1', lua: lua.RELEASE },
+  leave: { name: 'airlockLeaveV1', lua: lua.LEAVE },
+  leaseState: { name: 'airlockLeaseStateV1', lua: lua.LEASE_STATE },
+  state: { name: 'airlockStateV1', lua: lua.STATE },
+  forceReleaseAll: { name: 'airlockForceReleaseAllV1', lua: lua.FORCE_RELEASE_ALL },
+} as const
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>
+
+const LEASE_STATES: Record<number, LeaseState> = { 1: 'acquired', 2: 'expired', 3: 'released' }
+
+/**
+ * A store on Redis (standalone or Cluster, Redis >= 6.2). Each operation is one Lua script,
+ * registered once per client with `defineCommand` (EVALSHA, falling back to EVAL after a
+ * `SCRIPT FLUSH`), so every decision is a single round trip that uses the server's clock.
+ */
+export class RedisStore implements Store {
+  readonly kind = 'redis'
+  readonly client: RedisClient
+  readonly commandTimeout: number
+  readonly prefix: string
+  private subscriber: RedisClient | undefined
+  private subscribing: Promise<RedisClient> | undefined
+  private readonly listeners = new Map<string, Set<(head: string) => void>>()
+  private closed = false
+
+  constructor(options: RedisStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      optionError(`redisStore() needs an options object with a client, got ${describe(options)}`)
+    }
+    knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix'])
+    const client = options.client as unknown as Record<string, unknown> | undefined
+    if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
+      optionError('client must be an ioredis Redis or Cluster instance (new Redis(url)), got ' + describe(client))
+    }
+    this.client = options.client
+    this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
+    this.prefix = safeName('prefix', options.prefix ?? 'airlock')
+    for (const { name, lua: script } of Object.values(COMMANDS)) {
+      if (typeof client[name] !== 'function') {
+        this.client.defineCommand(name, { numberOfKeys: lua.KEY_SUFFIXES.length, lua: script })
+      }
+    }
+  }
+
+  /** All keys of one semaphore, under one hash tag, in the scripts' KEYS order. */
+  keys(name: string): string[] {
+    const tag = `{${this.prefix}:${name}}`
+    return lua.KEY_SUFFIXES.map((suffix) => `${tag}:${suffix}`)
+  }
+
+  /** The pub/sub channel that wakes waiters of `name`. */
+  channel(name: string): string {
+    return `{${this.prefix}:${name}}:wake`
+  }
+
+  private async call(command: keyof typeof COMMANDS, name: string, ...args: (string | number)[]): Promise<unknown> {
+    if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
+    const fn = (this.client as unknown as Record<string, ScriptFn>)[COMMANDS[command].name]!
+    const deadline = Date.now() + this.commandTimeout
+    await this.ready(deadline)
+    return withDeadline(fn.call(this.client, ...this.keys(name), ...args), deadline, this.commandTimeout)
+  }
+
+  /**
+   * Waits for the client to be connected, so no command is parked in ioredis' offline queue (a
+   * parked acquire would take a slot nobody owns once Redis is back).
+   */
+  private async ready(deadline: number): Promise<void> {
+    const status = this.client.status
+    if (status === 'ready' || status === 'wait') return
+    if (status === 'end' || status === 'close') throw unavailable(`redis connection is ${status}`)
+    await new Promise<void>((resolve, reject) => {
+      const onReady = (): void => {
+        clearTimeout(timer)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.client.off('ready', onReady)
+        reject(unavailable(`redis not ready within ${this.commandTimeout} ms (status ${this.client.status})`))
+      }, Math.max(0, deadline - Date.now()))
+      this.client.once('ready', onReady)
+    })
+  }
+
+  async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
+    const q = req.queue
+    const reply = (await this.call(
+      'acquire',
+      name,
+      req.token,
+      req.limit,
+      req.ttl,
+      req.weight,
+      q ? 1 : 0,
+      q?.idleTimeout ?? 0,
+      q?.claimWindow ?? 0,
+      q?.maxLength ?? 0,
+      q?.order === 'random' ? Math.random().toFixed(12) : '',
+      q?.admit === false ? 0 : 1,
+      this.channel(name),
+    )) as number[]
+    switch (reply[0]) {
+      case 1:
+        return { status: 'acquired', fence: reply[1]!, expiresAt: reply[2]!, now: reply[3]! }
+      case 0:
+        return { status: 'busy', now: reply[1]!, nextExpiry: orNull(reply[2]!) }
+      case 2:
+        return {
+          status: 'queued',
+          position: reply[1]!,
+          waiting: reply[2]!,
+          now: reply[3]!,
+          nextExpiry: orNull(reply[4]!),
+          admitted: reply[5]!,
+          windowMs: reply[6]!,
+        }
+      case 3:
+        return { status: 'full', waiting: reply[1]!, now: reply[2]! }
+      default:
+        return { status: 'absent', now: reply[1]! }
+    }
+  }
+
+  async refresh(name: string, token: string, ttl: number): Promise<RefreshResult> {
+    const reply = (await this.call('refresh', name, token, ttl)) as number[]
+    return reply[0] === 1 ? { ok: true, expiresAt: reply[1]!, fence: reply[2]! } : { ok: false }
+  }
+
+  async release(name: string, token: string): Promise<boolean> {
+    return (await this.call('release', name, token, this.channel(name))) === 1
+  }
+
+  async leave(name: string, token: string): Promise<boolean> {
+    return (await this.call('leave', name, token, this.channel(name))) === 1
+  }
+
+  async leaseState(name: string, token: string): Promise<LeaseState> {
+    return LEASE_STATES[(await this.call('leaseState', name, token)) as number] ?? 'expired'
+  }
+
+  async state(name: string): Promise<{ held: number; waiting: number }> {
+    const [held, waiting] = (await this.call('state', name)) as [number, number]
+    return { held, waiting }
+  }
+
+  async forceReleaseAll(name: string): Promise<number> {
+    return (await this.call('forceReleaseAll', name, this.channel(name))) as number
+  }
+
+  async subscribe(name: string, listener: (headToken: string) => void): Promise<() => void> {
+    if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
+    const channel = this.channel(name)
+    let set = this.listeners.get(channel)
+    const first = !set
+    if (!set) {
+      set = new Set()
+      this.listeners.set(channel, set)
+    }
+    set.add(listener)
+    const sub = await this.subscriberClient()
+    if (first) await withDeadline(sub.subscribe(channel), Date.now() + this.commandTimeout, this.commandTimeout)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && this.listeners.get(channel) === set) {
+        this.listeners.delete(channel)
+        sub.unsubscribe(channel).catch(() => {})
+      }
+    }
+  }
+
+  /** One extra connection per store, opened on first use, for wake-up messages. */
+  private subscriberClient(): Promise<RedisClient> {
+    this.subscribing ??= (async () => {
+      const sub = this.client.duplicate() as RedisClient
+      sub.on('error', () => {}) // reconnects by itself; waiters keep their safety poll meanwhile
+      sub.on('message', (channel: string, message: string) => {
+        const set = this.listeners.get(channel)
+        if (set) for (const listener of set) listener(message)
+      })
+      this.subscriber = sub
+      return sub
+    })()
+    return this.subscribing
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.listeners.clear()
+    const sub = this.subscriber
+    if (sub) {
+      sub.disconnect()
+    }
+  }
+}
+
+function orNull(n: number): number | null {
+  return n < 0 ? null : n
+}
+
+function unavailable(message: string, cause?: unknown): AirlockError {
+  return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', message, { cause })
+}
+
+/** Rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE` at `deadline`, or when the command fails. */
+function withDeadline<T>(promise: Promise<T>, deadline: number, budget: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(unavailable(`redis did not answer within ${budget} ms`)),
+      Math.max(0, deadline - Date.now()),
+    )
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err instanceof AirlockError ? err : unavailable(`redis command failed: ${(err as Error)?.message ?? err}`, err))
+      },
+    )
+  })
+}
+
+/** Creates a store on an ioredis client (ioredis is an optional peer dependency). */
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  return new RedisStore(options)
+}

@@ -1,0 +1,136 @@
+/**
+ * The one contract every store implements. A store keeps, per semaphore name, the live slots
+ * (holders), an optional line of waiters, and a fencing counter. Every method is one atomic
+ * decision (one Lua script on Redis), with time taken from the store's own clock.
+ *
+ * Stores are shared: one store serves any number of semaphores, gates and waiting rooms, told apart
+ * by `name`. Custom stores are checked for this shape at startup (see `assertStore`).
+ */
+export interface Store {
+  /** A short label for logs and errors (`'memory'`, `'redis'`). */
+  readonly kind: string
+
+  /**
+   * Try to take a slot for `token`, or (with `queue`) take or keep a place in line.
+   *
+   * - A token that already holds a live slot gets it back unchanged (idempotent).
+   * - While the line is not empty, only its head may take a slot; a caller without `queue` gets
+   *   `busy`, a caller with `queue` is placed at the back (or keeps its place).
+   * - When the head could be admitted but has not come to claim it, the room is reserved for it
+   *   for its `claimWindow`; past that, it loses its place and the next waiter is considered.
+   * - Waiters not seen for their `idleTimeout` lose their place.
+   */
+  acquire(name: string, request: AcquireRequest): Promise<AcquireResult>
+
+  /** Extend a live slot owned by `token` to `now + ttl`. Never re-creates an expired slot. */
+  refresh(name: string, token: string, ttl: number): Promise<RefreshResult>
+
+  /** Free the live slot owned by `token`. `false` when it was expired, released or never existed. */
+  release(name: string, token: string): Promise<boolean>
+
+  /** Leave the line. `false` when `token` was not waiting. Never touches a held slot. */
+  leave(name: string, token: string): Promise<boolean>
+
+  /** What the store knows of one token. */
+  leaseState(name: string, token: string): Promise<LeaseState>
+
+  /** Live slots in weight units, and how many are waiting in line. */
+  state(name: string): Promise<{ held: number; waiting: number }>
+
+  /** Drop every slot of `name` (the line is kept, and its head is woken). Returns how many. */
+  forceReleaseAll(name: string): Promise<number>
+
+  /**
+   * Be told when room may have appeared for the head of `name`'s line. The listener receives the
+   * head's token (so only its owner needs to retry). Delivery is best effort: callers keep a slow
+   * poll as a safety net. Resolves once the subscription is active; returns the unsubscribe function.
+   */
+  subscribe(name: string, listener: (headToken: string) => void): Promise<() => void>
+
+  /** Release connections and timers this store opened itself. Idempotent. */
+  close(): Promise<void>
+}
+
+/** How a caller waits in line (only for {@link Store.acquire} with `queue`). */
+export interface QueueRequest {
+  /** `'fifo'`: by arrival. `'random'`: a lottery among current waiters. */
+  order: 'fifo' | 'random'
+  /** A waiter not seen for this long (ms) loses its place. */
+  idleTimeout: number
+  /** How long (ms) a freed slot stays reserved for this waiter once it is at the head. */
+  claimWindow: number
+  /** The line takes no more than this many waiters; 0 means no cap. */
+  maxLength: number
+  /** `false`: only a sign of life and a position; never admit, never join (a poll). Default true. */
+  admit?: boolean
+}
+
+export interface AcquireRequest {
+  /** The slot's owner: a random, unguessable token. In line, the waiter's id is the same token. */
+  token: string
+  /** Capacity in weight units. */
+  limit: number
+  /** Life of a new slot in ms. */
+  ttl: number
+  /** Units this slot takes. */
+  weight: number
+  /** Wait in line if not admitted now. */
+  queue?: QueueRequest
+}
+
+export type AcquireResult =
+  | {
+      status: 'acquired'
+      /** Monotonically increasing per name. */
+      fence: number
+      /** Store-clock ms. */
+      expiresAt: number
+      now: number
+    }
+  | {
+      status: 'busy'
+      now: number
+      /** Earliest store-clock time a current slot expires, if any. */
+      nextExpiry: number | null
+    }
+  | {
+      status: 'queued'
+      /** 1-based place in line. */
+      position: number
+      /** How many are in line. */
+      waiting: number
+      now: number
+      nextExpiry: number | null
+      /** Admissions recorded in the recent window, and the window's span in ms (for an ETA). */
+      admitted: number
+      windowMs: number
+    }
+  | {
+      /** The line is at `maxLength`. */
+      status: 'full'
+      waiting: number
+      now: number
+    }
+  | {
+      /** A poll (`admit: false`) for a token that holds nothing and is not in line. */
+      status: 'absent'
+      now: number
+    }
+
+export type RefreshResult = { ok: true; expiresAt: number; fence: number } | { ok: false }
+
+/** `'released'` is reported for recent releases; an unknown token reads as `'expired'`. */
+export type LeaseState = 'acquired' | 'expired' | 'released'
+
+/** Methods a custom store must have; checked at startup with a clear error. */
+export const STORE_METHODS = [
+  'acquire',
+  'refresh',
+  'release',
+  'leave',
+  'leaseState',
+  'state',
+  'forceReleaseAll',
+  'subscribe',
+  'close',
+] as const satisfies readonly (keyof Store)[]
