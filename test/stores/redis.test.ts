@@ -1,0 +1,119 @@
+import { describe, expect, it, beforeAll, afterAll } from 'vitest'
+import { redisStore } from '../../src/stores/redis.js'
+import { startRedis, requireRedis, redisAvailable, type PrivateRedis } from '../helpers/redis.js'
+import { storeContract } from './contract.js'
+
+requireRedis()
+
+describe.runIf(redisAvailable)('redis store', () => {
+  let redis: PrivateRedis
+  beforeAll(async () => {
+    redis = await startRedis()
+  })
+  afterAll(async () => {
+    await redis?.stop()
+  })
+
+  storeContract('redis', async () => {
+    const store = redisStore({ client: redis.client() })
+    return { store, close: () => store.close() }
+  })
+
+  it('keeps every key of a semaphore under one hash tag, each with an expiry', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'tagcheck' })
+    await store.acquire('s1', { token: 'a', limit: 1, ttl: 5_000, weight: 1 })
+    await store.acquire('s1', {
+      token: 'b',
+      limit: 1,
+      ttl: 5_000,
+      weight: 1,
+      queue: { order: 'fifo', idleTimeout: 5_000, claimWindow: 1_000, maxLength: 0 },
+    })
+    await store.release('s1', 'a')
+    const keys = await client.keys('*tagcheck*')
+    expect(keys.length).toBeGreaterThan(3)
+    for (const key of keys) {
+      expect(key.startsWith('{tagcheck:s1}:')).toBe(true)
+      expect(await client.pttl(key), key).toBeGreaterThan(0)
+    }
+    await store.close()
+  })
+
+  it('leaves nothing but the fence counter once a semaphore is idle', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'idle' })
+    const r = await store.acquire('s', { token: 'a', limit: 1, ttl: 5_000, weight: 1 })
+    expect(r.status).toBe('acquired')
+    await store.release('s', 'a')
+    await store.state('s')
+    const keys = (await client.keys('{idle:s}:*')).sort()
+    expect(keys).toEqual(['{idle:s}:f', '{idle:s}:x'])
+    expect(await client.pttl('{idle:s}:f')).toBeGreaterThan(29 * 24 * 3600 * 1000)
+    await store.close()
+  })
+
+  it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
+    const client = redis.client()
+    const store = redisStore({ client })
+    expect((await store.acquire('flush', { token: 'a', limit: 2, ttl: 5_000, weight: 1 })).status).toBe('acquired')
+    await client.script('FLUSH')
+    expect((await store.acquire('flush', { token: 'b', limit: 2, ttl: 5_000, weight: 1 })).status).toBe('acquired')
+    expect(await store.release('flush', 'a')).toBe(true)
+    await store.close()
+  })
+
+  it('uses the server clock: a client clock hours off changes nothing', async () => {
+    const store = redisStore({ client: redis.client() })
+    const realNow = Date.now
+    try {
+      Date.now = () => realNow() + 3 * 3600_000
+      const a = await store.acquire('skew', { token: 'a', limit: 1, ttl: 2_000, weight: 1 })
+      if (a.status !== 'acquired') throw new Error('expected a slot')
+      expect(Math.abs(a.expiresAt - realNow() - 2_000)).toBeLessThan(1_000)
+      Date.now = () => realNow() - 3 * 3600_000
+      expect((await store.acquire('skew', { token: 'b', limit: 1, ttl: 2_000, weight: 1 })).status).toBe('busy')
+    } finally {
+      Date.now = realNow
+    }
+    await store.close()
+  })
+
+  it('rejects with ERR_AIRLOCK_STORE_UNAVAILABLE within commandTimeout when Redis is down', async () => {
+    const down = await startRedis()
+    const client = down.client({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    const store = redisStore({ client, commandTimeout: 300 })
+    expect((await store.acquire('down', { token: 'a', limit: 1, ttl: 5_000, weight: 1 })).status).toBe('acquired')
+    await down.kill()
+    for (const call of [
+      () => store.acquire('down', { token: 'b', limit: 1, ttl: 5_000, weight: 1 }),
+      () => store.refresh('down', 'a', 1_000),
+      () => store.release('down', 'a'),
+      () => store.leaseState('down', 'a'),
+    ]) {
+      const started = Date.now()
+      await expect(call()).rejects.toMatchObject({ code: 'ERR_AIRLOCK_STORE_UNAVAILABLE' })
+      expect(Date.now() - started).toBeLessThan(300 + 250)
+    }
+    // Back up: the same store recovers by itself (the server lost its data, as a restart does).
+    await down.start()
+    let status = ''
+    for (let i = 0; i < 100 && status !== 'acquired'; i++) {
+      status = await store
+        .acquire('down', { token: 'c', limit: 1, ttl: 5_000, weight: 1 })
+        .then((r) => r.status)
+        .catch(() => '')
+      if (status !== 'acquired') await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(status).toBe('acquired')
+    await store.close()
+    await down.stop()
+  })
+
+  it('names a wrong client in the error', () => {
+    expect(() => redisStore({ client: {} as never })).toThrow(/client must be an ioredis Redis or Cluster instance/)
+    expect(() => redisStore({ client: redis.client(), commandTimeout: 0 })).toThrow(
+      /commandTimeout must be a positive number of milliseconds, got 0/,
+    )
+  })
+})
