@@ -5,7 +5,9 @@
  * slot. Every script receives all of them in KEYS, in this order:
  *
  *  1 `:h`  sorted set, lease token -> expiry (ms, server time)
- *  2 `:m`  hash, lease token -> "weight,fence"; field `#used` = live weight units
+ *  2 `:m`  hash, lease token -> "weight,fence"; `#used` = live weight units; `#far` = the time up to
+ *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
+ *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
  *  3 `:f`  fencing counter (INCR; kept FENCE_KEEP_MS after last use so fences stay monotonic)
  *  4 `:q`  sorted set, the line: waiter token -> arrival number (fifo) or random score (lottery)
  *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
@@ -16,7 +18,11 @@
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
- * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse).
+ * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
+ * short list of recent releases.
+ *
+ * The common case (line empty, room free) takes a fast path of about seven Redis calls; the rest
+ * (the line, reservations, idempotent re-entry) takes the general path.
  */
 
 /** Key suffixes in KEYS order. */
@@ -37,33 +43,52 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function used()
-  return tonumber(redis.call('HGET', M, '#used') or '0')
-end
-
-local function set_used(u)
-  if u <= 0 then redis.call('HDEL', M, '#used') else redis.call('HSET', M, '#used', u) end
-end
-
-local function meta_of(token)
-  local meta = redis.call('HGET', M, token)
+local function parse_meta(meta)
   if not meta then return 0, 0 end
   local w, f = string.match(meta, '^(%d+),(%d+)$')
   return tonumber(w), tonumber(f)
 end
 
--- Drops expired slots and gives their weight back.
-local function purge_holders(now)
-  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now)
-  if #dead == 0 then return end
-  local freed = 0
-  for i = 1, #dead do
-    local w = meta_of(dead[i])
-    freed = freed + w
-    redis.call('HDEL', M, dead[i])
+-- Live weight units and the time the slot keys are known to live until.
+local function load_used()
+  local v = redis.call('HMGET', M, '#used', '#far')
+  return tonumber(v[1] or '0'), tonumber(v[2] or '0')
+end
+
+-- Stores the new used count; :m goes away with the last slot (it then holds nothing).
+local function store_used(u)
+  if u <= 0 then
+    redis.call('DEL', M)
+    return 0
   end
+  redis.call('HSET', M, '#used', u)
+  return u
+end
+
+-- Drops expired slots and gives their weight back. Returns the new used count.
+local function purge_holders(now, u)
+  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  if #dead == 0 then return u end
+  local metas = redis.call('HMGET', M, unpack(dead))
+  for i = 1, #dead do u = u - parse_meta(metas[i]) end
   redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
-  set_used(used() - freed)
+  redis.call('HDEL', M, unpack(dead))
+  return store_used(u)
+end
+
+-- Makes :h and :m live at least until exp (plus slack), extending in steps so most calls skip it.
+local function ensure_ttl(now, exp, far)
+  if exp <= far then return end
+  local keep = exp - now + ${KEY_SLACK_MS}
+  redis.call('PEXPIRE', H, keep)
+  redis.call('PEXPIRE', M, keep)
+  redis.call('HSET', M, '#far', now + keep)
+end
+
+local function next_fence()
+  local fence = redis.call('INCR', F)
+  if fence % 100 == 1 then redis.call('PEXPIRE', F, ${FENCE_KEEP_MS}) end
+  return fence
 end
 
 local function remove_waiter(id)
@@ -85,19 +110,6 @@ local function next_expiry()
   return -1
 end
 
--- Keeps the slot keys alive as long as their farthest slot.
-local function expire_holders(now)
-  local last = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
-  if last[2] then
-    local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
-    redis.call('PEXPIRE', H, keep)
-    redis.call('PEXPIRE', M, keep)
-  else
-    redis.call('DEL', H)
-    redis.call('DEL', M)
-  end
-end
-
 -- Keeps the line's keys alive as long as its last waiter's deadline.
 local function expire_line(now)
   local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
@@ -116,7 +128,7 @@ local function expire_line(now)
 end
 
 -- The head's id when it may take a slot now (the room is reserved for it), else false.
-local function settle_head(now, limit)
+local function settle_head(now, limit, u)
   while true do
     local first = redis.call('ZRANGE', Q, 0, 0)
     local head = first[1]
@@ -125,7 +137,7 @@ local function settle_head(now, limit)
       return false
     end
     local w, cw = string.match(redis.call('HGET', QM, head) or '1,0', '^(%d+),(%d+)$')
-    if used() + tonumber(w) > limit then
+    if u + tonumber(w) > limit then
       redis.call('DEL', R)
       return false
     end
@@ -143,6 +155,16 @@ local function wake(channel)
   local first = redis.call('ZRANGE', Q, 0, 0)
   if first[1] then redis.call('PUBLISH', channel, first[1]) end
 end
+
+-- Remembers a release for leaseState, in a short, bounded list.
+local function remember_release(now, token)
+  redis.call('ZADD', X, now, token)
+  redis.call('PEXPIRE', X, ${RELEASED_KEEP_MS})
+  if now % 64 == 0 then
+    redis.call('ZREMRANGEBYSCORE', X, '-inf', now - ${RELEASED_KEEP_MS})
+    redis.call('ZREMRANGEBYRANK', X, 0, -${RELEASED_MEMORY + 1})
+  end
+end
 `
 
 /**
@@ -157,29 +179,35 @@ local queued = ARGV[5] == '1'
 local idle, claim, maxlen = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local score, may_admit, channel = ARGV[9], ARGV[10] == '1', ARGV[11]
 local now = now_ms()
-purge_holders(now)
-purge_waiters(now)
+local u, far = load_used()
+u = purge_holders(now, u)
+if u == 0 then far = 0 end
+local length = redis.call('ZCARD', Q)
 
-local held = redis.call('ZSCORE', H, token)
-if held then
-  local _, fence = meta_of(token)
-  return {1, fence, tonumber(held), now}
-end
-
-local function admit()
-  local fence = redis.call('INCR', F)
-  redis.call('PEXPIRE', F, ${FENCE_KEEP_MS})
-  local exp = now + ttl
-  redis.call('ZADD', H, exp, token)
-  redis.call('HSET', M, token, weight .. ',' .. fence)
-  set_used(used() + weight)
-  expire_holders(now)
+-- A new slot for token (ZADD NX already done by the caller when it returned 1).
+local function admitted(exp)
+  local fence = next_fence()
+  u = u + weight
+  redis.call('HSET', M, token, weight .. ',' .. fence, '#used', u)
+  ensure_ttl(now, exp, far)
   if queued then
     redis.call('ZADD', A, now, token)
     redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
     redis.call('PEXPIRE', A, ${ADMISSION_WINDOW_MS + KEY_SLACK_MS})
   end
   return {1, fence, exp, now}
+end
+
+-- Fast path: nobody in line and room free.
+if length == 0 and may_admit and u + weight <= limit then
+  local exp = now + ttl
+  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(exp) end
+end
+
+local held = redis.call('ZSCORE', H, token)
+if held then
+  local _, fence = parse_meta(redis.call('HGET', M, token))
+  return {1, fence, tonumber(held), now}
 end
 
 local function in_line(id)
@@ -192,17 +220,28 @@ local function in_line(id)
   return {2, rank + 1, redis.call('ZCARD', Q), now, next_expiry(), redis.call('ZCARD', A), window}
 end
 
-local mine = redis.call('ZSCORE', Q, token)
-if mine and queued then redis.call('ZADD', S, now + idle, token) end
-local head = settle_head(now, limit)
-local length = redis.call('ZCARD', Q)
+local head = false
+local mine = false
+if length > 0 then
+  purge_waiters(now)
+  mine = redis.call('ZSCORE', Q, token)
+  if mine and queued then redis.call('ZADD', S, now + idle, token) end
+  head = settle_head(now, limit, u)
+  length = redis.call('ZCARD', Q)
+end
 
 if length == 0 then
-  if may_admit and used() + weight <= limit then return admit() end
+  if may_admit and u + weight <= limit then
+    local exp = now + ttl
+    redis.call('ZADD', H, exp, token)
+    return admitted(exp)
+  end
 elseif head == token and may_admit then
   remove_waiter(token)
-  local result = admit()
-  settle_head(now, limit)
+  local exp = now + ttl
+  redis.call('ZADD', H, exp, token)
+  local result = admitted(exp)
+  settle_head(now, limit, u)
   expire_line(now)
   wake(channel)
   return result
@@ -226,8 +265,9 @@ local now = now_ms()
 local exp = redis.call('ZSCORE', H, token)
 if not exp or tonumber(exp) <= now then return {0} end
 redis.call('ZADD', H, 'XX', now + ttl, token)
-expire_holders(now)
-local _, fence = meta_of(token)
+local v = redis.call('HMGET', M, token, '#far')
+ensure_ttl(now, now + ttl, tonumber(v[2] or '0'))
+local _, fence = parse_meta(v[1])
 return {1, now + ttl, fence}
 `
 
@@ -236,20 +276,15 @@ export const RELEASE = `${PRELUDE}
 local token, channel = ARGV[1], ARGV[2]
 local now = now_ms()
 local exp = redis.call('ZSCORE', H, token)
-if not exp or tonumber(exp) <= now then
-  purge_holders(now)
+if not exp then return 0 end
+if tonumber(exp) <= now then
+  purge_holders(now, load_used())
   return 0
 end
-local w = meta_of(token)
+local v = redis.call('HMGET', M, token, '#used')
 redis.call('ZREM', H, token)
-redis.call('HDEL', M, token)
-set_used(used() - w)
-purge_holders(now)
-expire_holders(now)
-redis.call('ZADD', X, now, token)
-redis.call('ZREMRANGEBYSCORE', X, '-inf', now - ${RELEASED_KEEP_MS})
-redis.call('ZREMRANGEBYRANK', X, 0, -${RELEASED_MEMORY + 1})
-redis.call('PEXPIRE', X, ${RELEASED_KEEP_MS})
+if store_used(tonumber(v[2] or '0') - parse_meta(v[1])) > 0 then redis.call('HDEL', M, token) end
+remember_release(now, token)
 wake(channel)
 return 1
 `
@@ -282,24 +317,19 @@ return 2
 /** No ARGV. Returns {held, waiting}. */
 export const STATE = `${PRELUDE}
 local now = now_ms()
-purge_holders(now)
+local u = purge_holders(now, load_used())
 purge_waiters(now)
-expire_holders(now)
 expire_line(now)
-return {used(), redis.call('ZCARD', Q)}
+return {u, redis.call('ZCARD', Q)}
 `
 
 /** ARGV: channel. Returns how many slots were dropped. */
 export const FORCE_RELEASE_ALL = `${PRELUDE}
 local channel = ARGV[1]
 local now = now_ms()
-purge_holders(now)
+purge_holders(now, load_used())
 local tokens = redis.call('ZRANGE', H, 0, -1)
-for i = 1, #tokens do redis.call('ZADD', X, now, tokens[i]) end
-if #tokens > 0 then
-  redis.call('ZREMRANGEBYRANK', X, 0, -${RELEASED_MEMORY + 1})
-  redis.call('PEXPIRE', X, ${RELEASED_KEEP_MS})
-end
+for i = 1, #tokens do remember_release(now, tokens[i]) end
 redis.call('DEL', H, M)
 wake(channel)
 return #tokens

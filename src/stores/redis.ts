@@ -47,6 +47,7 @@ export class RedisStore implements Store {
   private subscriber: RedisClient | undefined
   private subscribing: Promise<RedisClient> | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
+  private readonly deadlines: Deadlines
   private closed = false
 
   constructor(options: RedisStoreOptions) {
@@ -61,6 +62,7 @@ export class RedisStore implements Store {
     this.client = options.client
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
+    this.deadlines = new Deadlines(this.commandTimeout)
     for (const { name, lua: script } of Object.values(COMMANDS)) {
       if (typeof client[name] !== 'function') {
         this.client.defineCommand(name, { numberOfKeys: lua.KEY_SUFFIXES.length, lua: script })
@@ -79,12 +81,15 @@ export class RedisStore implements Store {
     return `{${this.prefix}:${name}}:wake`
   }
 
-  private async call(command: keyof typeof COMMANDS, name: string, ...args: (string | number)[]): Promise<unknown> {
-    if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
+  private call(command: keyof typeof COMMANDS, name: string, ...args: (string | number)[]): Promise<unknown> {
+    if (this.closed) return Promise.reject(new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed'))
     const fn = (this.client as unknown as Record<string, ScriptFn>)[COMMANDS[command].name]!
     const deadline = Date.now() + this.commandTimeout
-    await this.ready(deadline)
-    return withDeadline(fn.call(this.client, ...this.keys(name), ...args), deadline, this.commandTimeout)
+    const send = (): Promise<unknown> => this.deadlines.race(fn.call(this.client, ...this.keys(name), ...args), deadline)
+    const status = this.client.status
+    // The hot path: connected (or lazily connecting on first use), so send at once.
+    if (status === 'ready' || status === 'wait') return send()
+    return this.ready(deadline).then(send)
   }
 
   /**
@@ -184,7 +189,7 @@ export class RedisStore implements Store {
     }
     set.add(listener)
     const sub = await this.subscriberClient()
-    if (first) await withDeadline(sub.subscribe(channel), Date.now() + this.commandTimeout, this.commandTimeout)
+    if (first) await this.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout)
     return () => {
       set.delete(listener)
       if (set.size === 0 && this.listeners.get(channel) === set) {
@@ -228,24 +233,60 @@ function unavailable(message: string, cause?: unknown): AirlockError {
   return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', message, { cause })
 }
 
-/** Rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE` at `deadline`, or when the command fails. */
-function withDeadline<T>(promise: Promise<T>, deadline: number, budget: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(unavailable(`redis did not answer within ${budget} ms`)),
-      Math.max(0, deadline - Date.now()),
-    )
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (err: unknown) => {
-        clearTimeout(timer)
-        reject(err instanceof AirlockError ? err : unavailable(`redis command failed: ${(err as Error)?.message ?? err}`, err))
-      },
-    )
-  })
+/**
+ * Enforces the command budget without a timer per call: pending calls sit in a set that one
+ * unref'd sweep (every budget/10, at least 10 ms) checks, rejecting those past their deadline with
+ * `ERR_AIRLOCK_STORE_UNAVAILABLE`. A late reply is then ignored. Failures of the command itself
+ * become `ERR_AIRLOCK_STORE_UNAVAILABLE` too.
+ */
+class Deadlines {
+  private readonly pending = new Set<{ deadline: number; reject: (err: unknown) => void }>()
+  private timer: NodeJS.Timeout | undefined
+  private readonly every: number
+
+  constructor(private readonly budget: number) {
+    this.every = Math.max(10, Math.floor(budget / 10))
+  }
+
+  race<T>(promise: Promise<T>, deadline: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry = { deadline, reject }
+      this.pending.add(entry)
+      this.timer ??= setInterval(() => this.sweep(), this.every).unref()
+      promise.then(
+        (value) => {
+          this.settle(entry)
+          resolve(value)
+        },
+        (err: unknown) => {
+          this.settle(entry)
+          reject(
+            err instanceof AirlockError
+              ? err
+              : unavailable(`redis command failed: ${(err as Error)?.message ?? String(err)}`, err),
+          )
+        },
+      )
+    })
+  }
+
+  private settle(entry: { deadline: number; reject: (err: unknown) => void }): void {
+    this.pending.delete(entry)
+  }
+
+  private sweep(): void {
+    const now = Date.now()
+    for (const entry of this.pending) {
+      if (entry.deadline <= now) {
+        this.pending.delete(entry)
+        entry.reject(unavailable(`redis did not answer within ${this.budget} ms`))
+      }
+    }
+    if (this.pending.size === 0) {
+      clearInterval(this.timer)
+      this.timer = undefined
+    }
+  }
 }
 
 /** Creates a store on an ioredis client (ioredis is an optional peer dependency). */
