@@ -77,12 +77,14 @@ local function purge_holders(now, u)
 end
 
 -- Makes :h and :m live at least until exp (plus slack), extending in steps so most calls skip it.
+-- Returns the new far time.
 local function ensure_ttl(now, exp, far)
-  if exp <= far then return end
+  if exp <= far then return far end
   local keep = exp - now + ${KEY_SLACK_MS}
   redis.call('PEXPIRE', H, keep)
   redis.call('PEXPIRE', M, keep)
   redis.call('HSET', M, '#far', now + keep)
+  return now + keep
 end
 
 local function next_fence()
@@ -156,9 +158,13 @@ local function wake(channel)
   if first[1] then redis.call('PUBLISH', channel, first[1]) end
 end
 
--- Remembers a release for leaseState, in a short, bounded list.
+-- Remembers a release for leaseState (call expire_released once after).
 local function remember_release(now, token)
   redis.call('ZADD', X, now, token)
+end
+
+-- Keeps the list of recent releases short and bounded (trimmed on about one call in 64).
+local function expire_released(now)
   redis.call('PEXPIRE', X, ${RELEASED_KEEP_MS})
   if now % 64 == 0 then
     redis.call('ZREMRANGEBYSCORE', X, '-inf', now - ${RELEASED_KEEP_MS})
@@ -285,6 +291,7 @@ local v = redis.call('HMGET', M, token, '#used')
 redis.call('ZREM', H, token)
 if store_used(tonumber(v[2] or '0') - parse_meta(v[1])) > 0 then redis.call('HDEL', M, token) end
 remember_release(now, token)
+expire_released(now)
 wake(channel)
 return 1
 `
@@ -330,7 +337,84 @@ local now = now_ms()
 purge_holders(now, load_used())
 local tokens = redis.call('ZRANGE', H, 0, -1)
 for i = 1, #tokens do remember_release(now, tokens[i]) end
+if #tokens > 0 then expire_released(now) end
 redis.call('DEL', H, M)
 wake(channel)
 return #tokens
+`
+
+/**
+ * Many plain acquires (no line) of one semaphore in one call, decided one after another, each as
+ * ACQUIRE would. ARGV: count, then per request: token, limit, ttl, weight.
+ * Returns 4 numbers per request: {1, fence, expiresAt, now} | {0, now, nextExpiry, 0} | {5, 0, 0, 0}
+ * (5: the line is not empty; ask again with ACQUIRE, which handles the line).
+ */
+export const ACQUIRE_MANY = `${PRELUDE}
+local count = tonumber(ARGV[1])
+local now = now_ms()
+local u, far = load_used()
+u = purge_holders(now, u)
+if u == 0 then far = 0 end
+local length = redis.call('ZCARD', Q)
+local out = {}
+for i = 0, count - 1 do
+  local token, limit, ttl, weight = ARGV[2 + i * 4], tonumber(ARGV[3 + i * 4]), tonumber(ARGV[4 + i * 4]), tonumber(ARGV[5 + i * 4])
+  local r
+  if length > 0 then
+    r = {5, 0, 0, 0}
+  else
+    local exp = now + ttl
+    if u + weight <= limit and redis.call('ZADD', H, 'NX', exp, token) == 1 then
+      local fence = next_fence()
+      u = u + weight
+      redis.call('HSET', M, token, weight .. ',' .. fence, '#used', u)
+      far = ensure_ttl(now, exp, far)
+      r = {1, fence, exp, now}
+    else
+      local held = redis.call('ZSCORE', H, token)
+      if held then
+        local _, fence = parse_meta(redis.call('HGET', M, token))
+        r = {1, fence, tonumber(held), now}
+      else
+        r = {0, now, next_expiry(), 0}
+      end
+    end
+  end
+  for j = 1, 4 do out[#out + 1] = r[j] end
+end
+return out
+`
+
+/** Many releases of one semaphore in one call. ARGV: channel, tokens... Returns 1/0 per token. */
+export const RELEASE_MANY = `${PRELUDE}
+local channel = ARGV[1]
+local now = now_ms()
+local out = {}
+local any = false
+local purged = false
+for i = 2, #ARGV do
+  local token = ARGV[i]
+  local exp = redis.call('ZSCORE', H, token)
+  if not exp then
+    out[#out + 1] = 0
+  elseif tonumber(exp) <= now then
+    if not purged then
+      purge_holders(now, load_used())
+      purged = true
+    end
+    out[#out + 1] = 0
+  else
+    local v = redis.call('HMGET', M, token, '#used')
+    redis.call('ZREM', H, token)
+    if store_used(tonumber(v[2] or '0') - parse_meta(v[1])) > 0 then redis.call('HDEL', M, token) end
+    remember_release(now, token)
+    any = true
+    out[#out + 1] = 1
+  end
+end
+if any then
+  expire_released(now)
+  wake(channel)
+end
+return out
 `

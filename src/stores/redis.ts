@@ -28,7 +28,12 @@ const COMMANDS = {
   leaseState: { name: 'airlockLeaseStateV1', lua: lua.LEASE_STATE },
   state: { name: 'airlockStateV1', lua: lua.STATE },
   forceReleaseAll: { name: 'airlockForceReleaseAllV1', lua: lua.FORCE_RELEASE_ALL },
+  acquireMany: { name: 'airlockAcquireManyV1', lua: lua.ACQUIRE_MANY },
+  releaseMany: { name: 'airlockReleaseManyV1', lua: lua.RELEASE_MANY },
 } as const
+
+/** Most decisions sent in one batch call. */
+const MAX_BATCH = 16
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>
 
@@ -48,6 +53,8 @@ export class RedisStore implements Store {
   private subscribing: Promise<RedisClient> | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
   private readonly deadlines: Deadlines
+  private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
+  private readonly releaseBatches = new Map<string, Batch<string, boolean>>()
   private closed = false
 
   constructor(options: RedisStoreOptions) {
@@ -114,6 +121,15 @@ export class RedisStore implements Store {
   }
 
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
+    if (!req.queue) {
+      const batched = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
+      if (batched) return batched
+      // null: the line is not empty; the single-decision script handles the line.
+    }
+    return this.acquireOne(name, req)
+  }
+
+  private async acquireOne(name: string, req: AcquireRequest): Promise<AcquireResult> {
     const q = req.queue
     const reply = (await this.call(
       'acquire',
@@ -158,7 +174,55 @@ export class RedisStore implements Store {
   }
 
   async release(name: string, token: string): Promise<boolean> {
-    return (await this.call('release', name, token, this.channel(name))) === 1
+    return this.batch(this.releaseBatches, name, token, async (tokens) => {
+      if (tokens.length === 1) return [(await this.call('release', name, tokens[0]!, this.channel(name))) === 1]
+      const reply = (await this.call('releaseMany', name, this.channel(name), ...tokens)) as number[]
+      return reply.map((r) => r === 1)
+    })
+  }
+
+  private async acquireMany(name: string, reqs: AcquireRequest[]): Promise<(AcquireResult | null)[]> {
+    if (reqs.length === 1) return [await this.acquireOne(name, reqs[0]!)]
+    const args: (string | number)[] = [reqs.length]
+    for (const r of reqs) args.push(r.token, r.limit, r.ttl, r.weight)
+    const reply = (await this.call('acquireMany', name, ...args)) as number[]
+    return reqs.map((_, i) => {
+      const [status, a, b, c] = reply.slice(i * 4, i * 4 + 4) as [number, number, number, number]
+      if (status === 1) return { status: 'acquired', fence: a, expiresAt: b, now: c }
+      if (status === 0) return { status: 'busy', now: a, nextExpiry: orNull(b) }
+      return null
+    })
+  }
+
+  /**
+   * Coalesces decisions on one semaphore made in the same turn of the event loop into one script
+   * call (up to MAX_BATCH). Each decision is still taken on its own, in arrival order, atomically;
+   * the batch only shares the round trip and the script's setup. A lone decision goes out alone.
+   */
+  private batch<I, O>(
+    batches: Map<string, Batch<I, O>>,
+    name: string,
+    item: I,
+    run: (items: I[]) => Promise<O[]>,
+  ): Promise<O> {
+    let b = batches.get(name)
+    if (!b) {
+      const fresh: Batch<I, O> = { items: [], settle: [] }
+      batches.set(name, fresh)
+      process.nextTick(() => {
+        batches.delete(name)
+        for (let i = 0; i < fresh.items.length; i += MAX_BATCH) {
+          const settle = fresh.settle.slice(i, i + MAX_BATCH)
+          run(fresh.items.slice(i, i + MAX_BATCH)).then(
+            (out) => settle.forEach((s, j) => s.resolve(out[j]!)),
+            (err: unknown) => settle.forEach((s) => s.reject(err)),
+          )
+        }
+      })
+      b = fresh
+    }
+    b.items.push(item)
+    return new Promise<O>((resolve, reject) => b.settle.push({ resolve, reject }))
   }
 
   async leave(name: string, token: string): Promise<boolean> {
@@ -223,6 +287,11 @@ export class RedisStore implements Store {
       sub.disconnect()
     }
   }
+}
+
+interface Batch<I, O> {
+  items: I[]
+  settle: { resolve: (value: O) => void; reject: (err: unknown) => void }[]
 }
 
 function orNull(n: number): number | null {

@@ -52,6 +52,35 @@ export function storeContract(label: string, make: () => Promise<ContractTarget>
       expect(a.expiresAt - a.now).toBe(5_000)
     })
 
+    it('decides concurrent calls one by one (the Redis store batches them)', async () => {
+      fresh()
+      const reqs = Array.from({ length: 40 }, () => req({ limit: 7 }))
+      const results = await Promise.all(reqs.map((r) => store.acquire(name, r)))
+      const won = reqs.filter((_, i) => results[i]!.status === 'acquired')
+      expect(won).toHaveLength(7)
+      const fences = results.flatMap((r) => (r.status === 'acquired' ? [r.fence] : []))
+      expect(new Set(fences).size).toBe(7)
+      // The same token twice in one burst: one slot, returned twice.
+      const releases = await Promise.all([...won, won[0]!].map((r) => store.release(name, r.token)))
+      expect(releases.filter(Boolean)).toHaveLength(7)
+      expect(await store.state(name)).toEqual({ held: 0, waiting: 0 })
+      const again = req({ limit: 7 })
+      const twice = await Promise.all([store.acquire(name, again), store.acquire(name, again)])
+      expect(twice.map((r) => r.status)).toEqual(['acquired', 'acquired'])
+      expect((await store.state(name)).held).toBe(1)
+    })
+
+    it('answers concurrent plain acquires busy while someone waits in line', async () => {
+      fresh()
+      const holder = req({ limit: 2 })
+      await store.acquire(name, holder)
+      await store.acquire(name, req({ limit: 2 }))
+      await store.acquire(name, req({ limit: 2, queue: LINE }))
+      await store.release(name, holder.token)
+      const burst = await Promise.all(Array.from({ length: 5 }, () => store.acquire(name, req({ limit: 2 }))))
+      expect(burst.map((r) => r.status)).toEqual(['busy', 'busy', 'busy', 'busy', 'busy'])
+    })
+
     it('hands out strictly increasing fences', async () => {
       fresh()
       const fences: number[] = []
