@@ -30,13 +30,16 @@ const clients = {
   plain: new Redis(redis.url),
   pipelined: new Redis(redis.url, { enableAutoPipelining: true }),
 }
+// One store per client, as an application has (a store is shared by all its semaphores).
+const stores = { plain: redisStore({ client: clients.plain }), pipelined: redisStore({ client: clients.pipelined }) }
 
 /** One caller's loop: acquire (never waiting), release; counts completed pairs. */
 function pairLoop(s: Scenario, until: number): () => Promise<number> {
   const client = s.pipelined ? clients.pipelined : clients.plain
   const name = `bench-${s.lib}-${s.callers}-${s.pipelined}`
   if (s.lib === 'airlock-shield') {
-    const sem = createSemaphore({ name, limit: s.callers, ttl: 10_000, store: redisStore({ client }) })
+    const store = s.pipelined ? stores.pipelined : stores.plain
+    const sem = createSemaphore({ name, limit: s.callers, ttl: 10_000, store })
     return async () => {
       let pairs = 0
       while (Date.now() < until) {
@@ -100,6 +103,8 @@ for (const { s, pairs } of rows) {
   console.log(`| ${s.label} | ${Math.round(pairs)} | ${(pairs / peer.pairs).toFixed(2)}x |`)
 }
 
+await stores.plain.close()
+await stores.pipelined.close()
 clients.plain.disconnect()
 clients.pipelined.disconnect()
 await redis.stop()
