@@ -195,6 +195,9 @@ end
 local mine = redis.call('ZSCORE', Q, token)
 if mine and queued then redis.call('ZADD', S, now + idle, token) end
 local head = settle_head(now, limit)
+-- settle_head may have just skipped the caller itself (its claim window ran out): it is no longer in
+-- line, and is treated as a newcomer (a poll reads absent).
+if mine and not redis.call('ZSCORE', Q, token) then mine = false end
 local length = redis.call('ZCARD', Q)
 
 if length == 0 then

@@ -193,10 +193,13 @@ export class MemoryStore implements Store {
       const held = s.holders.get(req.token)
       if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
 
-      const mine = s.waiters.get(req.token)
+      let mine = s.waiters.get(req.token)
       if (mine && q) s.touchWaiter(mine, now + q.idleTimeout)
       const mayAdmit = q?.admit !== false
       const head = s.settleHead(now, req.limit)
+      // settleHead may have just skipped the caller itself (its claim window ran out): it is no
+      // longer in line, and is treated as a newcomer (a poll reads absent).
+      if (mine && s.waiters.get(req.token) !== mine) mine = undefined
 
       if (s.line.length === 0) {
         if (mayAdmit && s.used + req.weight <= req.limit) return this.admit(name, s, req, now)
