@@ -317,7 +317,7 @@ export class WaitingRoom {
    * Leaves the line; those behind move up at once. `false` when the visitor was not in line. An
    * admitted visitor's slot is not touched: release its lease (or `room.lease(visitorId).release()`).
    */
-  leave(visitorId: string): Promise<boolean> {
+  async leave(visitorId: string): Promise<boolean> {
     return this.store.leave(this.name, assertVisitorId(visitorId))
   }
 
