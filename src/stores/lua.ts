@@ -12,7 +12,7 @@
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"
  *  7 `:r`  hash, the head's reservation: id, until
  *  8 `:n`  arrival counter of the line
- *  9 `:a`  sorted set, recent admissions (token -> time), for the ETA
+ *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
@@ -166,7 +166,9 @@ if held then
   return {1, fence, tonumber(held), now}
 end
 
-local function admit()
+-- from_line: the head of the line takes its slot. Only those admissions are recorded for the ETA:
+-- they measure how fast the line moves (direct admissions while nobody waits measure arrivals).
+local function admit(from_line)
   local fence = redis.call('INCR', F)
   redis.call('PEXPIRE', F, ${FENCE_KEEP_MS})
   local exp = now + ttl
@@ -174,7 +176,7 @@ local function admit()
   redis.call('HSET', M, token, weight .. ',' .. fence)
   set_used(used() + weight)
   expire_holders(now)
-  if queued then
+  if from_line then
     redis.call('ZADD', A, now, token)
     redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
     redis.call('PEXPIRE', A, ${ADMISSION_WINDOW_MS + KEY_SLACK_MS})
@@ -201,10 +203,10 @@ if mine and not redis.call('ZSCORE', Q, token) then mine = false end
 local length = redis.call('ZCARD', Q)
 
 if length == 0 then
-  if may_admit and used() + weight <= limit then return admit() end
+  if may_admit and used() + weight <= limit then return admit(false) end
 elseif head == token and may_admit then
   remove_waiter(token)
-  local result = admit()
+  local result = admit(true)
   settle_head(now, limit)
   expire_line(now)
   wake(channel)

@@ -336,6 +336,27 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
       expect(slow.after[1]! / fast.after[1]!).toBeGreaterThan(2)
     })
 
+    it('eta measures the line, not arrivals: direct admissions while nobody waits do not count', async () => {
+      // Slots filled one by one before any line formed say nothing about how fast the line will move.
+      const r = room({ limit: 3, idleTimeout: 60_000, claimWindow: 30_000 })
+      const direct = []
+      for (const id of ['a', 'b', 'c']) {
+        direct.push(await admitted(r.enter(id)))
+        await h.advance(50)
+      }
+      expect(queued(await r.enter('d')).eta).toBeNull()
+      expect(queued(await r.enter('e')).eta).toBeNull()
+      await direct[0]!.release()
+      await admitted(r.enter('d')) // the first admission from the line: no rate yet
+      expect(queued(await r.enter('e')).eta).toBeNull()
+      await h.advance(400)
+      await direct[1]!.release()
+      await admitted(r.enter('e')) // the second, 400 ms later
+      const f = queued(await r.enter('f'))
+      expect(f.eta).toBeGreaterThan(400 * 0.6)
+      expect(f.eta).toBeLessThan(400 * 1.6)
+    })
+
     it('a plain semaphore of the same name shares the slots and respects the line', async () => {
       const r = room({ limit: 2 })
       const plain = createSemaphore({ name: r.name, limit: 2, ttl: 60_000, store: r.store })
