@@ -15,6 +15,22 @@ export {
   type SemaphoreOptions,
   type SemaphoreState,
 } from './core/semaphore.js'
+export {
+  assertVisitorId,
+  createWaitingRoom,
+  estimateWait,
+  MAX_VISITOR_ID_LENGTH,
+  newVisitorId,
+  WaitingRoom,
+  type Admitted,
+  type EnterResult,
+  type Full,
+  type PollResult,
+  type Queued,
+  type WaitingRoomOptions,
+  type WaitingRoomState,
+  type WithAdmittedOptions,
+} from './core/waiting-room.js'
 export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export { redisStore, RedisStore, type RedisClient, type RedisStoreOptions } from './stores/redis.js'
 export type {

@@ -14,7 +14,7 @@
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"
  *  7 `:r`  hash, the head's reservation: id, until
  *  8 `:n`  arrival counter of the line
- *  9 `:a`  sorted set, recent admissions (token -> time), for the ETA
+ *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
@@ -190,13 +190,15 @@ u = purge_holders(now, u)
 if u == 0 then far = 0 end
 local length = redis.call('ZCARD', Q)
 
--- A new slot for token (ZADD NX already done by the caller when it returned 1).
-local function admitted(exp)
+-- A new slot for token (already added to :h by the caller). from_line: the head of the line takes
+-- its slot; only those admissions are recorded for the ETA: they measure how fast the line moves
+-- (direct admissions while nobody waits measure arrivals).
+local function admitted(exp, from_line)
   local fence = next_fence()
   u = u + weight
   redis.call('HSET', M, token, weight .. ',' .. fence, '#used', u)
   ensure_ttl(now, exp, far)
-  if queued then
+  if from_line then
     redis.call('ZADD', A, now, token)
     redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
     redis.call('PEXPIRE', A, ${ADMISSION_WINDOW_MS + KEY_SLACK_MS})
@@ -207,7 +209,7 @@ end
 -- Fast path: nobody in line and room free.
 if length == 0 and may_admit and u + weight <= limit then
   local exp = now + ttl
-  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(exp) end
+  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(exp, false) end
 end
 
 local held = redis.call('ZSCORE', H, token)
@@ -233,6 +235,9 @@ if length > 0 then
   mine = redis.call('ZSCORE', Q, token)
   if mine and queued then redis.call('ZADD', S, now + idle, token) end
   head = settle_head(now, limit, u)
+  -- settle_head may have just skipped the caller itself (its claim window ran out): it is no
+  -- longer in line, and is treated as a newcomer (a poll reads absent).
+  if mine and not redis.call('ZSCORE', Q, token) then mine = false end
   length = redis.call('ZCARD', Q)
 end
 
@@ -240,13 +245,13 @@ if length == 0 then
   if may_admit and u + weight <= limit then
     local exp = now + ttl
     redis.call('ZADD', H, exp, token)
-    return admitted(exp)
+    return admitted(exp, false)
   end
 elseif head == token and may_admit then
   remove_waiter(token)
   local exp = now + ttl
   redis.call('ZADD', H, exp, token)
-  local result = admitted(exp)
+  local result = admitted(exp, true)
   settle_head(now, limit, u)
   expire_line(now)
   wake(channel)

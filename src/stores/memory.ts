@@ -193,16 +193,19 @@ export class MemoryStore implements Store {
       const held = s.holders.get(req.token)
       if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
 
-      const mine = s.waiters.get(req.token)
+      let mine = s.waiters.get(req.token)
       if (mine && q) s.touchWaiter(mine, now + q.idleTimeout)
       const mayAdmit = q?.admit !== false
       const head = s.settleHead(now, req.limit)
+      // settleHead may have just skipped the caller itself (its claim window ran out): it is no
+      // longer in line, and is treated as a newcomer (a poll reads absent).
+      if (mine && s.waiters.get(req.token) !== mine) mine = undefined
 
       if (s.line.length === 0) {
-        if (mayAdmit && s.used + req.weight <= req.limit) return this.admit(name, s, req, now)
+        if (mayAdmit && s.used + req.weight <= req.limit) return this.admit(name, s, req, now, false)
       } else if (head === req.token && mayAdmit) {
         s.removeWaiter(req.token)
-        const result = this.admit(name, s, req, now)
+        const result = this.admit(name, s, req, now, true)
         s.settleHead(now, req.limit)
         this.wake(name, s)
         return result
@@ -226,13 +229,17 @@ export class MemoryStore implements Store {
     }
   }
 
-  private admit(name: string, s: Semaphore, req: AcquireRequest, now: number): AcquireResult {
+  /**
+   * `fromLine`: the head of the line takes its slot. Only those admissions are recorded for the
+   * ETA: they measure how fast the line moves (direct admissions while nobody waits measure arrivals).
+   */
+  private admit(name: string, s: Semaphore, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
     const fence = (this.fences.get(name) ?? 0) + 1
     this.fences.set(name, fence)
     const expiresAt = now + req.ttl
     s.holders.set(req.token, { expiresAt, weight: req.weight, fence })
     s.used += req.weight
-    if (req.queue) s.admissions.push(now)
+    if (fromLine) s.admissions.push(now)
     return { status: 'acquired', fence, expiresAt, now }
   }
 

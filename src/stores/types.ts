@@ -101,7 +101,10 @@ export type AcquireResult =
       waiting: number
       now: number
       nextExpiry: number | null
-      /** Admissions recorded in the recent window, and the window's span in ms (for an ETA). */
+      /**
+       * Admissions of the line's head recorded in the recent window (60 s), and the ms since the
+       * oldest of them (for an ETA). Direct admissions while nobody waits are not counted.
+       */
       admitted: number
       windowMs: number
     }

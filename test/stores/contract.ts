@@ -298,19 +298,39 @@ export function storeContract(label: string, make: () => Promise<ContractTarget>
         expect(await store.acquire(name, { ...w, queue: poll })).toMatchObject({ status: 'queued', position: 1 })
       })
 
-      it('reports recent admissions for an ETA', async () => {
+      it('reports recent admissions from the line (not direct ones) for an ETA', async () => {
         fresh()
-        for (let i = 0; i < 3; i++) {
-          const t = req({ limit: 1, queue: LINE })
-          await store.acquire(name, t)
+        const direct = req({ limit: 1, queue: LINE })
+        expect((await store.acquire(name, direct)).status).toBe('acquired')
+        let holder = direct
+        const line = Array.from({ length: 4 }, () => req({ limit: 1, queue: LINE }))
+        for (const w of line) await store.acquire(name, w)
+        for (const w of line.slice(0, 3)) {
           await sleep(20)
-          await store.release(name, t.token)
+          await store.release(name, holder.token)
+          expect((await store.acquire(name, w)).status).toBe('acquired')
+          holder = w
         }
-        await store.acquire(name, req({ limit: 1, queue: LINE }))
-        const w = await store.acquire(name, req({ limit: 1, queue: LINE }))
-        expect(w).toMatchObject({ status: 'queued', admitted: 4 })
-        if (w.status !== 'queued') throw new Error('unreachable')
-        expect(w.windowMs).toBeGreaterThanOrEqual(50)
+        const last = await store.acquire(name, line[3]!)
+        expect(last).toMatchObject({ status: 'queued', position: 1, admitted: 3 })
+        if (last.status !== 'queued') throw new Error('unreachable')
+        expect(last.windowMs).toBeGreaterThanOrEqual(30)
+      })
+
+      it('treats a head that let its claim window pass as a newcomer when it calls itself', async () => {
+        fresh()
+        const holder = req({ limit: 1 })
+        await store.acquire(name, holder)
+        const line = { ...LINE, claimWindow: 150 }
+        const head = req({ limit: 1, queue: line })
+        const next = req({ limit: 1, queue: line })
+        await store.acquire(name, head)
+        await store.acquire(name, next)
+        await store.release(name, holder.token)
+        expect(await store.acquire(name, { ...next, queue: { ...line, admit: false } })).toMatchObject({ position: 2 })
+        await sleep(250)
+        expect((await store.acquire(name, { ...head, queue: { ...line, admit: false } })).status).toBe('absent')
+        expect(await store.acquire(name, head)).toMatchObject({ status: 'queued', position: 2 })
       })
 
       it('wakes subscribers with the head token when room appears', async () => {
