@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { defaultStore } from '../stores/memory.js'
 import { assertStore } from '../stores/assert.js'
 import type { AcquireResult, LeaseState, QueueRequest, Store } from '../stores/types.js'
+import { runHolding, waitInLine } from './waiting.js'
 import { AirlockError, optionError } from './errors.js'
 import { describe, duration, knownKeys, positiveInteger, safeName, waitDuration } from './validate.js'
 
@@ -174,44 +175,16 @@ export class Semaphore {
     knownKeys('acquireBlocking()', options, ['timeout', 'signal', 'weight'])
     const weight = this.weightOf(options)
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
-    const { signal } = options
-    signal?.throwIfAborted()
     const token = newToken()
-    const deadline = Date.now() + timeout
-    const line = blockingLine(this.pollInterval)
-    const waker = new Waker()
-    const unsubscribe = await this.store
-      .subscribe(this.name, (head) => {
-        if (head === token) waker.wake()
-      })
-      .catch(() => () => {}) // no wake-ups: the safety poll still serves
-    const onAbort = (): void => waker.wake()
-    signal?.addEventListener('abort', onAbort, { once: true })
-    let inLine = false
-    try {
-      for (;;) {
-        signal?.throwIfAborted()
-        const result = await this.store.acquire(this.name, {
-          token,
-          limit: this.limit,
-          ttl: this.ttl,
-          weight,
-          queue: line,
-        })
-        if (result.status === 'acquired') {
-          inLine = false
-          return this.leaseFrom(token, result)
-        }
-        inLine = result.status === 'queued'
-        const left = deadline - Date.now()
-        if (left <= 0) return null
-        await waker.sleep(Math.min(left, this.pollInterval, untilExpiry(result)))
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort)
-      unsubscribe()
-      if (inLine) await this.store.leave(this.name, token).catch(() => {})
-    }
+    const outcome = await waitInLine({
+      store: this.store,
+      name: this.name,
+      request: { token, limit: this.limit, ttl: this.ttl, weight, queue: blockingLine(this.pollInterval) },
+      deadline: Date.now() + timeout,
+      signal: options.signal,
+      pollInterval: this.pollInterval,
+    })
+    return outcome.status === 'acquired' ? this.leaseFrom(token, outcome) : null
   }
 
   /** The lease identified by `token`, e.g. from another process. */
@@ -241,15 +214,7 @@ export class Semaphore {
         `semaphore '${this.name}' had no free slot within ${timeout} ms (limit ${this.limit})`,
       )
     }
-    const lost = new AbortController()
-    const keeper = options.autoRefresh === false ? undefined : keepAlive(lease, this.ttl, lost)
-    try {
-      return await fn({ lease, signal: lost.signal })
-    } finally {
-      keeper?.stop()
-      // A failed release is not the job's failure: the slot then frees itself after ttl.
-      await lease.release().catch(() => {})
-    }
+    return runHolding(lease, this.ttl, options.autoRefresh !== false, fn)
   }
 
   /** Live slots in weight units, and blocking waiters. */
@@ -271,71 +236,4 @@ export class Semaphore {
 /** Creates a semaphore. Throws `ERR_AIRLOCK_OPTION` naming the first invalid option. */
 export function createSemaphore(options: SemaphoreOptions): Semaphore {
   return new Semaphore(options)
-}
-
-/** ms until the earliest slot expires (a crashed holder frees room without any message). */
-function untilExpiry(result: AcquireResult): number {
-  if ((result.status === 'busy' || result.status === 'queued') && result.nextExpiry !== null) {
-    return Math.max(1, result.nextExpiry - result.now + 1)
-  }
-  return Infinity
-}
-
-/** A sleep that a wake-up (or an abort) cuts short. */
-class Waker {
-  private pending: (() => void) | undefined
-  private woken = false
-
-  wake(): void {
-    this.woken = true
-    this.pending?.()
-  }
-
-  sleep(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false
-      return Promise.resolve()
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms)
-      const self = this
-      function done(): void {
-        clearTimeout(timer)
-        self.pending = undefined
-        self.woken = false
-        resolve()
-      }
-      this.pending = done
-    })
-  }
-}
-
-/** Refreshes `lease` every ttl/3 until stopped; aborts `lost` when a refresh fails. */
-function keepAlive(lease: Lease, ttl: number, lost: AbortController): { stop(): void } {
-  let stopped = false
-  const every = Math.max(1, Math.floor(ttl / 3))
-  const tick = async (): Promise<void> => {
-    let ok = false
-    let cause: unknown
-    try {
-      ok = await lease.refresh(ttl)
-    } catch (err) {
-      cause = err
-    }
-    if (stopped) return
-    if (ok) {
-      timer = setTimeout(tick, every)
-      timer.unref?.()
-      return
-    }
-    lost.abort(new AirlockError('ERR_AIRLOCK_LEASE_LOST', `lease ${lease.token} could not be refreshed`, { cause }))
-  }
-  let timer: NodeJS.Timeout = setTimeout(tick, every)
-  timer.unref?.()
-  return {
-    stop() {
-      stopped = true
-      clearTimeout(timer)
-    },
-  }
 }

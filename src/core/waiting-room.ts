@@ -2,6 +2,7 @@ import { defaultStore } from '../stores/memory.js'
 import { assertStore } from '../stores/assert.js'
 import type { AcquireResult, LeaseState, QueueRequest, Store } from '../stores/types.js'
 import { AirlockError, optionError } from './errors.js'
+import { runHolding, waitInLine } from './waiting.js'
 import { createSemaphore, newToken, type Lease, type LeaseHandle, type RunContext, type Semaphore } from './semaphore.js'
 import {
   describe,
@@ -350,15 +351,7 @@ export class WaitingRoom {
     knownKeys('withAdmitted()', options, ['timeout', 'signal', 'autoRefresh'])
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
     const lease = await this.waitAdmitted(token, timeout, options.signal)
-    const lost = new AbortController()
-    const keeper = options.autoRefresh === false ? undefined : keepAlive(lease, this.ttl, lost)
-    try {
-      return await fn({ lease, signal: lost.signal })
-    } finally {
-      keeper?.stop()
-      // A failed release is not the job's failure: the slot then frees itself after ttl.
-      await lease.release().catch(() => {})
-    }
+    return runHolding(lease, this.ttl, options.autoRefresh !== false, fn)
   }
 
   /** Admitted visitors, free slots, and the line's length. */
@@ -368,49 +361,20 @@ export class WaitingRoom {
   }
 
   private async waitAdmitted(token: string, timeout: number, signal: AbortSignal | undefined): Promise<Lease> {
-    signal?.throwIfAborted()
-    const deadline = Date.now() + timeout
-    const waker = new Waker()
-    const unsubscribe = await this.store
-      .subscribe(this.name, (head) => {
-        if (head === token) waker.wake()
-      })
-      .catch(() => () => {}) // no wake-ups: the safety poll still serves
-    const onAbort = (): void => waker.wake()
-    signal?.addEventListener('abort', onAbort, { once: true })
-    let inLine = false
-    let lastFull = false
-    try {
-      for (;;) {
-        signal?.throwIfAborted()
-        const result = await this.store.acquire(this.name, {
-          token,
-          limit: this.limit,
-          ttl: this.ttl,
-          weight: 1,
-          queue: this.line,
-        })
-        if (result.status === 'acquired') {
-          inLine = false
-          return new AdmittedLease(this.sem.lease(token), result)
-        }
-        inLine = result.status === 'queued'
-        lastFull = result.status === 'full'
-        const left = deadline - Date.now()
-        if (left <= 0) {
-          throw new AirlockError(
-            'ERR_AIRLOCK_TIMEOUT',
-            `waiting room '${this.name}' did not admit ${token} within ${timeout} ms` +
-              (lastFull ? ` (the line was full at ${this.maxLength})` : ''),
-          )
-        }
-        await waker.sleep(Math.min(left, this.pollInterval, untilExpiry(result)))
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort)
-      unsubscribe()
-      if (inLine) await this.store.leave(this.name, token).catch(() => {})
-    }
+    const outcome = await waitInLine({
+      store: this.store,
+      name: this.name,
+      request: { token, limit: this.limit, ttl: this.ttl, weight: 1, queue: this.line },
+      deadline: Date.now() + timeout,
+      signal,
+      pollInterval: this.pollInterval,
+    })
+    if (outcome.status === 'acquired') return new AdmittedLease(this.sem.lease(token), outcome)
+    throw new AirlockError(
+      'ERR_AIRLOCK_TIMEOUT',
+      `waiting room '${this.name}' did not admit ${token} within ${timeout} ms` +
+        (outcome.last.status === 'full' ? ` (the line was full at ${this.maxLength})` : ''),
+    )
   }
 
   private answer(token: string, result: AcquireResult): PollResult {
@@ -441,71 +405,4 @@ export class WaitingRoom {
  */
 export function createWaitingRoom(options: WaitingRoomOptions): WaitingRoom {
   return new WaitingRoom(options)
-}
-
-/** ms until the earliest slot expires (a crashed holder frees room without any message). */
-function untilExpiry(result: AcquireResult): number {
-  if ((result.status === 'busy' || result.status === 'queued') && result.nextExpiry !== null) {
-    return Math.max(1, result.nextExpiry - result.now + 1)
-  }
-  return Infinity
-}
-
-/** A sleep that a wake-up (or an abort) cuts short. (Same as the semaphore's, which is private.) */
-class Waker {
-  private pending: (() => void) | undefined
-  private woken = false
-
-  wake(): void {
-    this.woken = true
-    this.pending?.()
-  }
-
-  sleep(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false
-      return Promise.resolve()
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms)
-      const self = this
-      function done(): void {
-        clearTimeout(timer)
-        self.pending = undefined
-        self.woken = false
-        resolve()
-      }
-      this.pending = done
-    })
-  }
-}
-
-/** Refreshes `lease` every ttl/3 until stopped; aborts `lost` when a refresh fails. */
-function keepAlive(lease: Lease, ttl: number, lost: AbortController): { stop(): void } {
-  let stopped = false
-  const every = Math.max(1, Math.floor(ttl / 3))
-  const tick = async (): Promise<void> => {
-    let ok = false
-    let cause: unknown
-    try {
-      ok = await lease.refresh(ttl)
-    } catch (err) {
-      cause = err
-    }
-    if (stopped) return
-    if (ok) {
-      timer = setTimeout(tick, every)
-      timer.unref?.()
-      return
-    }
-    lost.abort(new AirlockError('ERR_AIRLOCK_LEASE_LOST', `lease ${lease.token} could not be refreshed`, { cause }))
-  }
-  let timer: NodeJS.Timeout = setTimeout(tick, every)
-  timer.unref?.()
-  return {
-    stop() {
-      stopped = true
-      clearTimeout(timer)
-    },
-  }
 }

@@ -53,6 +53,7 @@ export class RedisStore implements Store {
   private subscribing: Promise<RedisClient> | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
   private readonly deadlines: Deadlines
+  private readyWait: Promise<void> | undefined
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
   private readonly releaseBatches = new Map<string, Batch<string, boolean>>()
   private closed = false
@@ -107,17 +108,16 @@ export class RedisStore implements Store {
     const status = this.client.status
     if (status === 'ready' || status === 'wait') return
     if (status === 'end' || status === 'close') throw unavailable(`redis connection is ${status}`)
-    await new Promise<void>((resolve, reject) => {
-      const onReady = (): void => {
-        clearTimeout(timer)
+    // One 'ready' listener per connection attempt, however many calls wait on it.
+    this.readyWait ??= new Promise<void>((resolve) => {
+      this.client.once('ready', () => {
+        this.readyWait = undefined
         resolve()
-      }
-      const timer = setTimeout(() => {
-        this.client.off('ready', onReady)
-        reject(unavailable(`redis not ready within ${this.commandTimeout} ms (status ${this.client.status})`))
-      }, Math.max(0, deadline - Date.now()))
-      this.client.once('ready', onReady)
+      })
     })
+    await this.deadlines.race(this.readyWait, deadline, () =>
+      unavailable(`redis not ready within ${this.commandTimeout} ms (status ${this.client.status})`),
+    )
   }
 
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
@@ -302,6 +302,12 @@ function unavailable(message: string, cause?: unknown): AirlockError {
   return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', message, { cause })
 }
 
+interface Pending {
+  deadline: number
+  reject: (err: unknown) => void
+  onTimeout: (() => AirlockError) | undefined
+}
+
 /**
  * Enforces the command budget without a timer per call: pending calls sit in a set that one
  * unref'd sweep (every budget/10, at least 10 ms) checks, rejecting those past their deadline with
@@ -309,7 +315,7 @@ function unavailable(message: string, cause?: unknown): AirlockError {
  * become `ERR_AIRLOCK_STORE_UNAVAILABLE` too.
  */
 class Deadlines {
-  private readonly pending = new Set<{ deadline: number; reject: (err: unknown) => void }>()
+  private readonly pending = new Set<Pending>()
   private timer: NodeJS.Timeout | undefined
   private readonly every: number
 
@@ -317,9 +323,9 @@ class Deadlines {
     this.every = Math.max(10, Math.floor(budget / 10))
   }
 
-  race<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  race<T>(promise: Promise<T>, deadline: number, onTimeout?: () => AirlockError): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry = { deadline, reject }
+      const entry = { deadline, reject, onTimeout }
       this.pending.add(entry)
       this.timer ??= setInterval(() => this.sweep(), this.every).unref()
       promise.then(
@@ -339,7 +345,7 @@ class Deadlines {
     })
   }
 
-  private settle(entry: { deadline: number; reject: (err: unknown) => void }): void {
+  private settle(entry: Pending): void {
     this.pending.delete(entry)
   }
 
@@ -348,7 +354,7 @@ class Deadlines {
     for (const entry of this.pending) {
       if (entry.deadline <= now) {
         this.pending.delete(entry)
-        entry.reject(unavailable(`redis did not answer within ${this.budget} ms`))
+        entry.reject(entry.onTimeout?.() ?? unavailable(`redis did not answer within ${this.budget} ms`))
       }
     }
     if (this.pending.size === 0) {
