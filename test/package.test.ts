@@ -1,5 +1,5 @@
 /**
- * The published package, as a user gets it: `npm pack` (which builds), unpacked into a fresh
+ * The published package, as a user gets it: built, `npm pack`ed, unpacked into a fresh
  * node_modules, then loaded with both `import` and `require` in separate Node processes.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
@@ -19,8 +19,12 @@ describe('packed package', () => {
   beforeAll(async () => {
     // Inside the repo's node_modules, so the optional peer ioredis resolves as a user's would.
     dir = mkdtempSync(join(root, 'node_modules', '.airlock-pack-'))
-    const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })
-    const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: { path: string }[] }>
+    execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' })
+    const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], {
+      cwd: root,
+      encoding: 'utf8',
+    })
+    const info = JSON.parse(out) as Array<{ filename: string; files: { path: string }[] }>
     files = info[0]!.files.map((f) => f.path)
     const pkgDir = join(dir, 'node_modules', 'airlock-shield')
     mkdirSync(pkgDir, { recursive: true })
