@@ -275,13 +275,7 @@ export class WaitingRoom {
    */
   async enter(visitorId: string): Promise<EnterResult> {
     const token = assertVisitorId(visitorId)
-    const result = await this.store.acquire(this.name, {
-      token,
-      limit: this.limit,
-      ttl: this.ttl,
-      weight: 1,
-      queue: this.line,
-    })
+    const result = await this.ask(token, this.line)
     if (result.status === 'full') return { status: 'full', waiting: result.waiting }
     const answer = this.answer(token, result)
     if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
@@ -295,14 +289,7 @@ export class WaitingRoom {
    */
   async poll(visitorId: string): Promise<PollResult> {
     const token = assertVisitorId(visitorId)
-    const result = await this.store.acquire(this.name, {
-      token,
-      limit: this.limit,
-      ttl: this.ttl,
-      weight: 1,
-      queue: this.poller,
-    })
-    return this.answer(token, result)
+    return this.answer(token, await this.ask(token, this.poller))
   }
 
   /**
@@ -375,6 +362,11 @@ export class WaitingRoom {
       `waiting room '${this.name}' did not admit ${token} within ${timeout} ms` +
         (outcome.last.status === 'full' ? ` (the line was full at ${this.maxLength})` : ''),
     )
+  }
+
+  /** One store decision for this visitor: `line` to enter, `poller` to poll. */
+  private ask(token: string, queue: QueueRequest): Promise<AcquireResult> {
+    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue })
   }
 
   private answer(token: string, result: AcquireResult): PollResult {

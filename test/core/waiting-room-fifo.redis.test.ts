@@ -11,10 +11,9 @@
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createWaitingRoom } from '../../src/core/waiting-room.js'
-import { redisStore, type RedisStore } from '../../src/stores/redis.js'
-import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { redisAvailable, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import type { ChildMessage } from './fixtures/room-waiter.js'
 import { inversions, uniqueName } from './waiting-room.suite.js'
 
@@ -26,29 +25,18 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 const childFile = fileURLToPath(new URL('./fixtures/room-waiter.ts', import.meta.url))
 
 describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
-  let redis: PrivateRedis
-  let store: RedisStore
-
-  beforeAll(async () => {
-    redis = await startRedis()
-    store = redisStore({ client: redis.client() })
-  })
-
-  afterAll(async () => {
-    await store?.close()
-    await redis?.stop()
-  })
+  const server = usePrivateRedis()
 
   it(`exact FIFO: ${PROCESSES * PER_PROCESS} waiters from ${PROCESSES} processes admitted in arrival order, 0 inversions`, async () => {
     const name = uniqueName('fifo')
-    const room = createWaitingRoom({ name, limit: 1, ttl: 30_000, store, idleTimeout: 20_000, claimWindow: 15_000 })
+    const room = createWaitingRoom({ name, limit: 1, ttl: 30_000, store: server.store, idleTimeout: 20_000, claimWindow: 15_000 })
     const blocker = await room.enter('blocker') // loads the scripts and holds the only slot
     if (blocker.status !== 'admitted') throw new Error('blocker not admitted')
 
     const ids = Array.from({ length: PROCESSES * PER_PROCESS }, (_, i) => `v${String(i).padStart(3, '0')}`)
     const idSet = new Set(ids)
     const arrival: string[] = []
-    const monitor = await redis.client().monitor()
+    const monitor = await server.redis.client().monitor()
     monitor.on('monitor', (_time: string, args: string[]) => {
       // evalsha|eval, sha|script, numkeys, 10 keys, token, ...
       const cmd = args[0]?.toLowerCase()
@@ -69,7 +57,7 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
       const child = fork(childFile, [], {
         cwd: root,
         execArgv: ['--import', 'tsx'],
-        env: { ...process.env, REDIS_URL: redis.url, ROOM: name, IDS: mine.join(',') },
+        env: { ...process.env, REDIS_URL: server.redis.url, ROOM: name, IDS: mine.join(',') },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       })
       child.on('message', (m: ChildMessage) => {

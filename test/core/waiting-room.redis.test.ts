@@ -1,28 +1,16 @@
-import { afterAll, beforeAll, describe } from 'vitest'
-import { redisStore, type RedisStore } from '../../src/stores/redis.js'
-import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { describe } from 'vitest'
+import { redisAvailable, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import { sleep, waitingRoomSuite } from './waiting-room.suite.js'
 
 requireRedis()
 
 describe.runIf(redisAvailable)('redis', () => {
-  let redis: PrivateRedis
-  let store: RedisStore
-
-  beforeAll(async () => {
-    redis = await startRedis()
-    store = redisStore({ client: redis.client() })
-  })
-
-  afterAll(async () => {
-    await store?.close()
-    await redis?.stop()
-  })
+  const server = usePrivateRedis()
 
   // Redis keeps time itself (TIME in every script): the tests let real time pass.
   waitingRoomSuite('redis', {
-    store: () => store,
+    store: () => server.store,
     advance: (ms) => sleep(ms),
-    realStore: () => store,
+    realStore: () => server.store,
   })
 })

@@ -9,6 +9,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
+import { afterAll, beforeAll } from 'vitest'
+import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 
 /** True when a private server can be spawned. */
 export const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0
@@ -147,6 +149,33 @@ export async function startCluster(): Promise<PrivateCluster> {
     async stop() {
       for (const c of clients) c.disconnect()
       for (const n of nodes) await n.stop()
+    },
+  }
+}
+
+/**
+ * For the enclosing `describe`: a private redis-server and a store on it, started before its
+ * tests and stopped after them. Read `.redis` and `.store` inside tests or hooks.
+ */
+export function usePrivateRedis(): { readonly redis: PrivateRedis; readonly store: RedisStore } {
+  let redis: PrivateRedis | undefined
+  let store: RedisStore | undefined
+  beforeAll(async () => {
+    redis = await startRedis()
+    store = redisStore({ client: redis.client() })
+  })
+  afterAll(async () => {
+    await store?.close()
+    await redis?.stop()
+  })
+  return {
+    get redis() {
+      if (!redis) throw new Error('usePrivateRedis: read .redis inside a test or hook')
+      return redis
+    },
+    get store() {
+      if (!store) throw new Error('usePrivateRedis: read .store inside a test or hook')
+      return store
     },
   }
 }
