@@ -165,6 +165,18 @@ export interface BusyDecision {
  */
 export type GateDecision = BypassDecision | AdmitDecision | PassDecision | BusyDecision
 
+/** What `reply.airlock` / `res.locals.airlock` offer a route. */
+export interface AirlockControl {
+  /** The gate's decision for this request; `undefined` on a route the gate does not cover. */
+  readonly decision: GateDecision | undefined
+  /**
+   * Session mode: ends the visitor's pass (logout, checkout done): frees its slot and clears the
+   * cookie in this response. Request mode: frees this request's slot now. `true` when a live slot
+   * was freed. Never rejects.
+   */
+  release(): Promise<boolean>
+}
+
 type Outcome = PassDecision | 'dead' | { error: unknown }
 
 interface CacheEntry {
