@@ -176,7 +176,8 @@ export function behaviour(adapter: AdapterName): void {
       const t0 = Date.now()
       for (let i = 0; i < 40; i++) expect((await browser.get('/kind')).body).toBe('pass')
       const elapsed = Date.now() - t0
-      if (elapsed < 1400) expect(store.total()).toBe(0)
+      // No store call at all within a window: zero when the 40 requests took less than 1.5 s (the usual case).
+      expect(store.total()).toBeLessThanOrEqual(Math.floor(elapsed / 1500))
       // After the window: exactly one re-check for a burst of concurrent requests with that pass.
       await sleep(1600)
       store.reset()
@@ -212,9 +213,12 @@ export function behaviour(adapter: AdapterName): void {
       const a = await start({ gate })
       const b = await start({ gate })
       const visitor = new Browser(a.url)
-      await fullPass(visitor)
-      const onB = (): Promise<Awaited<ReturnType<typeof hit>>> => hit(`${b.url}/kind`, { headers: { cookie: visitor.cookieHeader() } })
+      const value = await fullPass(visitor)
+      // Whatever the browser does after logout, a copy of the old pass is replayed on B.
+      const onB = () => hit(`${b.url}/kind`, { headers: { cookie: `airlock_pass=${value}` } })
       expect((await onB()).body).toBe('pass') // B checked it and caches it
+      await sleep(300)
+      expect((await onB()).body).toBe('pass') // from B's cache
       const logout = await visitor.get('/logout', { method: 'POST' })
       expect(logout.body).toBe('released=true')
       const released = Date.now()
