@@ -190,6 +190,8 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
   const gate = createGate<FastifyRequest>({ logger: fastify.log, ...gateOptions })
   const gates: Gate<FastifyRequest>[] = [gate]
   const defaultHooks = makeHooks(gate)
+  // One gate per route config object: Fastify's derived HEAD route shares its GET route's config.
+  const routeHooks = new WeakMap<object, ReturnType<typeof makeHooks>>()
 
   fastify.decorate('airlockGate', gate)
   fastify.decorateReply(kGate, null)
@@ -220,9 +222,14 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
           optionError(`${where} has no option '${key}'; known options are ${GATE_OPTION_KEYS.join(', ')}`)
         }
       }
-      const routeGate = createGate<FastifyRequest>({ ...inherited(options, gate), ...routeOptions })
-      gates.push(routeGate)
-      hooks = makeHooks(routeGate)
+      let known = routeHooks.get(routeOptions)
+      if (known === undefined) {
+        const routeGate = createGate<FastifyRequest>({ ...inherited(options, gate), ...routeOptions })
+        gates.push(routeGate)
+        known = makeHooks(routeGate)
+        routeHooks.set(routeOptions, known)
+      }
+      hooks = known
     }
     route.onRequest = prepend(route.onRequest, hooks.onRequest) as HookList
     if ('onResponse' in hooks) {

@@ -227,12 +227,14 @@ const OPTION_KEYS = [
 export const GATE_OPTION_KEYS: readonly string[] = OPTION_KEYS
 
 const consoleLogger: GateLogger = {
-  warn: (obj, msg) => console.warn(`[airlock-shield] ${msg ?? ''}`, obj),
+  warn: (obj, msg) => console.warn(msg ?? '', obj),
   info: () => {},
-  error: (obj, msg) => console.error(`[airlock-shield] ${msg ?? ''}`, obj),
+  error: (obj, msg) => console.error(msg ?? '', obj),
 }
 
 let processSecret: string | undefined
+/** Loggers already told about the random secret (once per logger, so once per app). */
+const warnedRandomSecret = new WeakSet<object>()
 
 function timeoutError(budget: number): AirlockError {
   return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', `the store did not answer within storeTimeout (${budget} ms)`)
@@ -407,7 +409,8 @@ export class Gate<Req = unknown> {
     this.htmlHeaders = Object.freeze({ ...common, 'content-type': 'text/html; charset=utf-8' })
     this.jsonBody = busyJson(this.retryAfter)
 
-    if (this.randomSecret && this.mode === 'session') {
+    if (this.randomSecret && this.mode === 'session' && !warnedRandomSecret.has(this.logger)) {
+      warnedRandomSecret.add(this.logger)
       this.logger.warn(
         { gate: this.name },
         'airlock-shield: no secret given, passes are signed with a random per-process secret: they will not ' +

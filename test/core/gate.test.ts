@@ -104,6 +104,7 @@ describe('createGate options', () => {
     expect(log.lines[0]!.msg).toMatch(/random per-process secret/)
     expect(a.randomSecret).toBe(true)
     const b = createGate({ logger: log })
+    expect(log.lines).toHaveLength(1) // once per logger (one app), not once per gate
     expect(b.secrets).toEqual(a.secrets) // one per process: gates of one process accept each other's passes
     const quiet = recordingLogger()
     createGate({ secret: SECRET, logger: quiet })
