@@ -123,9 +123,7 @@ function makeHooks(gate: Gate<FastifyRequest>) {
       method: request.method,
       url: request.url,
       headers: request.headers,
-      get secure() {
-        return request.protocol === 'https'
-      },
+      secure: request.protocol === 'https',
       request,
     })
     if (d instanceof Promise) d.then((decision) => apply(request, reply as Hooked, gate, decision, done), done)

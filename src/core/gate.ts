@@ -322,7 +322,7 @@ export class Gate<Req = unknown> {
     const cacheSize = positiveInteger('cacheSize', o.cacheSize ?? 10_000)
 
     if (o.secret === undefined) {
-      if (process.env.NODE_ENV === 'production' && this.store.kind !== 'memory') {
+      if (this.mode === 'session' && process.env.NODE_ENV === 'production' && this.store.kind !== 'memory') {
         optionError(
           `secret is required when NODE_ENV=production and the store is shared ('${this.store.kind}'): ` +
             'passes signed with a random per-process secret are refused by other instances and after a restart; ' +

@@ -91,6 +91,8 @@ describe('createGate options', () => {
       )
       expect(() => createGate({ store: redisStore({ client }), secret: SECRET, logger: recordingLogger() })).not.toThrow()
       expect(() => createGate({ store: memoryStore(), logger: recordingLogger() })).not.toThrow()
+      // Request mode signs nothing, so it needs no secret.
+      expect(() => createGate({ mode: 'request', store: redisStore({ client }), logger: recordingLogger() })).not.toThrow()
     } finally {
       client.disconnect()
     }
