@@ -503,8 +503,8 @@ export class Gate<Req = unknown> {
   /** Checks (and if due, upgrades or slides) a verified, unexpired pass against the store. */
   private async checkPass(value: string, pass: PassFields, secure: boolean, deadline: number): Promise<Outcome> {
     const t0 = Date.now()
-    const lease = this.sem.lease(pass.token)
     try {
+      const lease = this.sem.lease(pass.token)
       if (pass.provisional || pass.expiresAt - t0 < this.passTtl / 2) {
         if (!(await this.call(() => lease.refresh(this.passTtl), deadline))) return 'dead'
         const expiresAt = t0 + this.passTtl
