@@ -609,8 +609,10 @@ export function redisBehaviour(adapter: AdapterName): void {
       const app = await start({ gate: { mode: 'request', limit: 3, store, ttl: 20_000, logger: recordingLogger() } })
       const r = await storm(app.url, '/work?ms=150', 300, 0.4)
       expect(r.other + r.errors).toBe(0)
-      expect(r.ok).toBeGreaterThan(0)
-      expect(app.stats.max).toBeLessThanOrEqual(3)
+      expect(r.busy).toBeGreaterThan(0)
+      // The first three admitted handlers run together (aborted or not): the limit is reached, never passed.
+      // (Whether any client saw a 200 is chance here: all admitted clients may be among the 40% that abort.)
+      expect(app.stats.max).toBe(3)
       await app.stats.idle()
       await until(async () => (await held(store)) === 0, 5000)
       const gone = [abandon(`${app.url}/work?ms=800`, 100), abandon(`${app.url}/work?ms=800`, 100), abandon(`${app.url}/throw?ms=800`, 100)]
