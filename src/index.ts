@@ -1,5 +1,6 @@
 /**
- * airlock-shield: a distributed semaphore with leases (memory or Redis), and the web gate built on it.
+ * airlock-shield: a distributed semaphore with leases (memory or Redis), and the web gate built on it
+ * (`airlockShield` for Fastify 5, `airlock` for Express 4 and 5).
  * @packageDocumentation
  */
 export { AirlockError, isAirlockError, type AirlockErrorCode } from './core/errors.js'
@@ -41,3 +42,28 @@ export type {
   RefreshResult,
   Store,
 } from './stores/types.js'
+export {
+  createGate,
+  Gate,
+  type AdmitDecision,
+  type AirlockControl,
+  type BusyDecision,
+  type BypassDecision,
+  type GateCookieOptions,
+  type GateDecision,
+  type GateLogger,
+  type GateOptions,
+  type GateResponse,
+  type PassDecision,
+  type RequestSlot,
+  type RequestView,
+} from './core/gate.js'
+export { createSigner, type Signer, type SignerOptions } from './core/signing.js'
+export { busyPageHashes, BUSY_PAGE_CSP, renderBusyPage, type BusyPage, type BusyPageContext } from './pages/busy.js'
+export {
+  airlockShield,
+  type AirlockRouteConfig,
+  type AirlockRouteGateOptions,
+  type AirlockShieldOptions,
+} from './fastify.js'
+export { airlock, type AirlockMiddleware, type ExpressLikeRequest, type ExpressLikeResponse } from './express.js'

@@ -1,0 +1,4 @@
+import { behaviour, redisBehaviour } from './behaviour.js'
+
+behaviour('express4')
+redisBehaviour('express4')

@@ -1,0 +1,4 @@
+import { behaviour, redisBehaviour } from './behaviour.js'
+
+behaviour('fastify')
+redisBehaviour('fastify')

@@ -1,0 +1,267 @@
+/**
+ * One test app per adapter (Fastify 5, Express 4, Express 5), all with the same routes, served over
+ * real HTTP on 127.0.0.1. The behaviour suite drives them through `TestApp` only.
+ */
+import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
+import Fastify from 'fastify'
+import express5 from 'express'
+import express4 from 'express4'
+import { airlockShield } from '../../src/fastify.js'
+import { airlock, type AirlockMiddleware } from '../../src/express.js'
+import type { GateOptions } from '../../src/core/gate.js'
+
+export type AdapterName = 'fastify' | 'express4' | 'express5'
+export const ADAPTERS: AdapterName[] = ['fastify', 'express4', 'express5']
+
+/** What the handlers saw. */
+export class Stats {
+  running = 0
+  max = 0
+  runs = 0
+  finished = 0
+  private waiters: (() => void)[] = []
+
+  enter(): void {
+    this.runs++
+    this.running++
+    if (this.running > this.max) this.max = this.running
+  }
+
+  leave(): void {
+    this.running--
+    this.finished++
+    for (const w of this.waiters.splice(0)) w()
+  }
+
+  /** Resolves once no handler is running. */
+  async idle(timeout = 20_000): Promise<void> {
+    const until = Date.now() + timeout
+    while (this.running > 0) {
+      if (Date.now() > until) throw new Error(`handlers still running: ${this.running}`)
+      await new Promise<void>((r) => {
+        this.waiters.push(r)
+        setTimeout(r, 50)
+      })
+    }
+  }
+}
+
+export interface AppSetup {
+  /** Options of the app-wide gate. */
+  gate?: GateOptions<any>
+  /** Options of the gate on `/checkout` (its own name and limit). */
+  checkout?: GateOptions<any> & { name: string }
+  /** Fastify trustProxy / Express 'trust proxy'. */
+  trustProxy?: boolean
+}
+
+export interface TestApp {
+  adapter: AdapterName
+  url: string
+  stats: Stats
+  /** Lets every `/hang` handler finish. */
+  unhang(): void
+  close(): Promise<void>
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * Routes:
+ * - `GET /` "home"; `GET /work?ms=N` sleeps N ms; `GET /throw?ms=N` sleeps then fails (500);
+ * - `GET /hang` never answers until `unhang()`; `POST /logout` calls `airlock.release()`;
+ * - `GET /health` (for the `bypass` option); `GET /open` opted out of the gate;
+ * - `GET /checkout` behind its own gate (`setup.checkout`);
+ * - `GET /kind` answers the decision kind.
+ */
+export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Promise<TestApp> {
+  const stats = new Stats()
+  let hangs: (() => void)[] = []
+  const hang = (): Promise<void> => new Promise((r) => hangs.push(r))
+  const unhang = (): void => {
+    for (const h of hangs.splice(0)) h()
+  }
+  const ms = (q: unknown): number => Number((q as { ms?: string }).ms ?? 0)
+
+  if (adapter === 'fastify') {
+    const app = Fastify({ forceCloseConnections: true, trustProxy: setup.trustProxy ?? false })
+    await app.register(airlockShield, setup.gate ?? {})
+    const work = async (delay: number, fail = false): Promise<string> => {
+      stats.enter()
+      try {
+        await sleep(delay)
+        if (fail) throw new Error('boom')
+        return 'done'
+      } finally {
+        stats.leave()
+      }
+    }
+    app.get('/', async () => {
+      stats.enter()
+      stats.leave()
+      return 'home'
+    })
+    app.get('/work', async (req) => work(ms(req.query)))
+    app.get('/throw', async (req) => work(ms(req.query), true))
+    app.get('/hang', async () => {
+      stats.enter()
+      await hang()
+      stats.leave()
+      return 'late'
+    })
+    app.post('/logout', async (_req, reply) => `released=${await reply.airlock.release()}`)
+    app.get('/health', async () => 'ok')
+    app.get('/kind', async (_req, reply) => reply.airlock.decision?.kind ?? 'none')
+    app.get('/open', { config: { airlock: false } }, async () => {
+      stats.enter()
+      stats.leave()
+      return 'open'
+    })
+    if (setup.checkout) {
+      app.get('/checkout', { config: { airlock: setup.checkout } }, async (_req, reply) => `checkout ${reply.airlock.decision?.kind}`)
+      app.post('/checkout/done', { config: { airlock: setup.checkout } }, async (_req, reply) => `released=${await reply.airlock.release()}`)
+    }
+    await app.listen({ port: 0, host: '127.0.0.1', backlog: 4096 })
+    const { port } = app.server.address() as AddressInfo
+    return {
+      adapter,
+      url: `http://127.0.0.1:${port}`,
+      stats,
+      unhang,
+      async close() {
+        unhang()
+        await app.close()
+      },
+    }
+  }
+
+  const express = (adapter === 'express4' ? express4 : express5) as unknown as typeof express5
+  const app = express()
+  if (setup.trustProxy) app.set('trust proxy', true)
+  const middlewares: AirlockMiddleware<any>[] = []
+  app.get('/open', (_req, res) => {
+    stats.enter()
+    stats.leave()
+    res.send('open')
+  })
+  if (setup.checkout) {
+    const router = express.Router()
+    const mw = airlock(setup.checkout)
+    middlewares.push(mw)
+    router.use(mw)
+    router.get('/', (_req, res) => {
+      res.send(`checkout ${res.locals.airlock?.decision?.kind}`)
+    })
+    router.post('/done', (_req, res, next) => {
+      res.locals.airlock!.release().then((r) => res.send(`released=${r}`), next)
+    })
+    app.use('/checkout', router)
+  }
+  const mw = airlock(setup.gate ?? {})
+  middlewares.push(mw)
+  app.use(mw)
+  const work = (fail: boolean) => (req: any, res: any, next: any) => {
+    stats.enter()
+    setTimeout(() => {
+      stats.leave()
+      if (fail) next(new Error('boom'))
+      else res.send('done')
+    }, ms(req.query))
+  }
+  app.get('/', (_req, res) => {
+    stats.enter()
+    stats.leave()
+    res.send('home')
+  })
+  app.get('/work', work(false))
+  app.get('/throw', work(true))
+  app.get('/hang', (_req, res) => {
+    stats.enter()
+    void hang().then(() => {
+      stats.leave()
+      res.send('late')
+    })
+  })
+  app.post('/logout', (_req, res, next) => {
+    res.locals.airlock!.release().then((r) => res.send(`released=${r}`), next)
+  })
+  app.get('/health', (_req, res) => {
+    res.send('ok')
+  })
+  app.get('/kind', (_req, res) => {
+    res.send(res.locals.airlock?.decision?.kind ?? 'none')
+  })
+  // Quiet error handler (the default one prints stacks).
+  app.use((_err: unknown, _req: any, res: any, _next: any) => {
+    res.status(500).send('error')
+  })
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', 4096, () => resolve(s))
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    adapter,
+    url: `http://127.0.0.1:${port}`,
+    stats,
+    unhang,
+    async close() {
+      unhang()
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+      await Promise.all(middlewares.map((m) => m.close()))
+    },
+  }
+}
+
+export interface Answer {
+  status: number
+  headers: Headers
+  body: string
+  cookies: string[]
+  ms: number
+}
+
+/** One request over a fresh connection (no pooling between tests). */
+export async function hit(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; timeout?: number } = {},
+): Promise<Answer> {
+  const t0 = performance.now()
+  const res = await fetch(url, {
+    method: options.method ?? 'GET',
+    headers: { connection: 'close', ...options.headers },
+    signal: AbortSignal.timeout(options.timeout ?? 15_000),
+  })
+  const body = await res.text()
+  return { status: res.status, headers: res.headers, body, cookies: res.headers.getSetCookie(), ms: performance.now() - t0 }
+}
+
+/** A browser-like client: keeps cookies (by name), honours Max-Age=0. */
+export class Browser {
+  readonly jar = new Map<string, string>()
+
+  constructor(readonly base: string) {}
+
+  cookieHeader(): string {
+    return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ')
+  }
+
+  async get(path: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+    const headers: Record<string, string> = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...options.headers }
+    if (this.jar.size > 0) headers.cookie = this.cookieHeader()
+    const answer = await hit(this.base + path, { method: options.method, headers })
+    for (const c of answer.cookies) {
+      const [pair] = c.split(';')
+      const eq = pair!.indexOf('=')
+      const name = pair!.slice(0, eq)
+      if (/;\s*Max-Age=0/i.test(c)) this.jar.delete(name)
+      else this.jar.set(name, pair!.slice(eq + 1))
+    }
+    return answer
+  }
+}
+
+export const SECRET = 'test-secret-that-is-at-least-32-bytes-long'

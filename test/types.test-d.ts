@@ -1,0 +1,65 @@
+import { describe, expectTypeOf, test } from 'vitest'
+import Fastify, { type FastifyRequest } from 'fastify'
+import express from 'express'
+import {
+  airlock,
+  airlockShield,
+  createGate,
+  type AirlockControl,
+  type AirlockRouteConfig,
+  type Gate,
+  type GateDecision,
+  type GateOptions,
+} from '../src/index.js'
+
+describe('Fastify types', () => {
+  test('reply.airlock, app.airlockGate and route config', () => {
+    const app = Fastify()
+    void app.register(airlockShield, { limit: 5, mode: 'request', global: true })
+    void app.register(airlockShield)
+    app.get('/', async (_req, reply) => {
+      expectTypeOf(reply.airlock).toEqualTypeOf<AirlockControl>()
+      expectTypeOf(reply.airlock.release).returns.resolves.toEqualTypeOf<boolean>()
+      expectTypeOf(reply.airlock.decision).toEqualTypeOf<GateDecision | undefined>()
+      return 'ok'
+    })
+    app.get('/health', { config: { airlock: false } }, async () => 'ok')
+    app.get('/checkout', { config: { airlock: { name: 'checkout', limit: 2, skip: (req) => req.ip === '::1' } } }, async () => 'ok')
+    // @ts-expect-error a route-level gate needs its own name
+    app.get('/bad', { config: { airlock: { limit: 2 } } }, async () => 'ok')
+    // (A misspelt option inside route config is not caught by Fastify's config typing; it fails at startup.)
+    expectTypeOf(app.airlockGate).toEqualTypeOf<Gate<FastifyRequest>>()
+    expectTypeOf<AirlockRouteConfig>().toEqualTypeOf<boolean | (GateOptions<FastifyRequest> & { name: string })>()
+  })
+})
+
+describe('Express types', () => {
+  test('res.locals.airlock and the middleware', () => {
+    const app = express()
+    const mw = airlock({ limit: 5, skip: (req) => req.url === '/health' })
+    app.use(mw)
+    app.use(express.Router().use(airlock({ name: 'checkout', limit: 1 })))
+    expectTypeOf(mw.gate.limit).toEqualTypeOf<number>()
+    expectTypeOf(mw.close).returns.resolves.toBeVoid()
+    app.get('/', (_req, res) => {
+      expectTypeOf(res.locals.airlock).toEqualTypeOf<AirlockControl | undefined>()
+      res.send('ok')
+    })
+    // @ts-expect-error not a gate option
+    airlock({ limt: 5 })
+  })
+})
+
+describe('core types', () => {
+  test('decisions narrow by kind', () => {
+    const gate = createGate()
+    const d = gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })
+    expectTypeOf(d).toEqualTypeOf<GateDecision | Promise<GateDecision>>()
+    const decision = {} as GateDecision
+    if (decision.kind === 'busy') expectTypeOf(decision.response.status).toEqualTypeOf<number>()
+    if (decision.kind === 'pass') expectTypeOf(decision.token).toEqualTypeOf<string>()
+    if (decision.kind === 'admit') expectTypeOf(decision.slot).toEqualTypeOf<import('../src/index.js').RequestSlot | undefined>()
+    // @ts-expect-error mode is 'session' | 'request'
+    createGate({ mode: 'queue' })
+  })
+})
