@@ -55,11 +55,21 @@ export {
   type GateOptions,
   type GateResponse,
   type PassDecision,
+  type QueuedDecision,
   type RequestSlot,
   type RequestView,
 } from './core/gate.js'
+export { GateLine, type GateQueueOptions, type LinePlace } from './core/line.js'
 export { createSigner, type Signer, type SignerOptions } from './core/signing.js'
 export { busyPageHashes, BUSY_PAGE_CSP, renderBusyPage, type BusyPage, type BusyPageContext } from './pages/busy.js'
+export {
+  describeEta,
+  renderWaitingPage,
+  waitingPageHashes,
+  WAITING_PAGE_CSP,
+  type WaitingPage,
+  type WaitingPageContext,
+} from './pages/waiting.js'
 export {
   airlockShield,
   type AirlockRouteConfig,

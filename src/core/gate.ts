@@ -6,6 +6,8 @@ import { AirlockError, optionError } from './errors.js'
 import { cookieAttributes, cookieValues, firstCookie, pathOf, prefersJson } from './http.js'
 import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type PassFields } from './pass.js'
 import { createSemaphore, type Lease, type Semaphore } from './semaphore.js'
+import { GateLine, type GateQueueOptions } from './line.js'
+import { newVisitorId, type EnterResult } from './waiting-room.js'
 import { createSigner, randomSecret, secretList, type Signer } from './signing.js'
 import { describe, duration, knownKeys, oneOf, positiveInteger, safeName } from './validate.js'
 
@@ -91,6 +93,13 @@ export interface GateOptions<Req = unknown> {
   logger?: GateLogger
   /** Most verified passes kept in memory. Default 10_000. */
   cacheSize?: number
+  /**
+   * A fair waiting room instead of the busy page (session mode only): visitors without a pass take
+   * a place in line (a signed ticket cookie) and get `202` with a live waiting page, or JSON
+   * `{ status: 'queued', position, eta, waiting }`; they are admitted in order as slots free.
+   * `true` for the defaults. Default: none (visitors who find no free slot get the busy answer).
+   */
+  queue?: boolean | GateQueueOptions
 }
 
 /** What a framework adapter hands to {@link Gate.decide}. */
@@ -98,7 +107,12 @@ export interface RequestView<Req = unknown> {
   method: string
   /** Path and query, as requested (`/a/b?c=d`). */
   url: string
-  headers: { cookie?: string | string[] | undefined; accept?: string | string[] | undefined }
+  headers: {
+    cookie?: string | string[] | undefined
+    accept?: string | string[] | undefined
+    /** Sent by the waiting page's polls. */
+    'x-airlock-poll'?: string | string[] | undefined
+  }
   /** The request came over HTTPS (as the framework's trust-proxy setting sees it). */
   secure: boolean
   /** The framework's request, for `skip`, `nonce` and `busyPage`. */
@@ -128,15 +142,22 @@ export interface BypassDecision {
   response: undefined
 }
 
-/** Let in by taking a slot now (or because the store failed and `onStoreError` is `'open'`). */
+/**
+ * Let in by taking a slot now (or because the store failed and `onStoreError` is `'open'`), or,
+ * with a `queue`, by reaching the head of the line.
+ */
 export interface AdmitDecision {
   kind: 'admit'
-  reason: 'slot' | 'store-unavailable'
+  reason: 'slot' | 'line' | 'store-unavailable'
   /** The slot's lease token; `undefined` when admitted without one (store unavailable). */
   token: string | undefined
   /** Session mode: the new (provisional) pass cookie to set. */
   setCookie: string | undefined
-  response: undefined
+  /**
+   * Set only when the waiting page's poll (`X-Airlock-Poll`) is admitted: `200 {"status":"admitted"}`
+   * with the pass cookie, and the page then loads the site. Otherwise the route runs.
+   */
+  response: GateResponse | undefined
   /** Request mode: release when the handler's work is over. */
   slot: RequestSlot | undefined
 }
@@ -158,12 +179,25 @@ export interface BusyDecision {
   response: GateResponse
 }
 
+/** Given a place in line (the `queue` option): `202` with the waiting page or JSON. */
+export interface QueuedDecision {
+  kind: 'queued'
+  /** 1-based place in line; `null` in random order. */
+  position: number | null
+  /** Visitors in line, this one included. */
+  waiting: number
+  /** Estimated wait in seconds; `null` while unknown (and in random order). */
+  eta: number | null
+  /** A new visitor's ticket cookie (its place in line). */
+  setCookie: string | undefined
+  response: GateResponse
+}
+
 /**
- * The outcome for one request. Adapters set `setCookie` when present, then send `response` when
- * present (the route does not run), else continue to the route. A later `'queued'` kind (waiting
- * room) will follow the same shape: a `response` and possibly a `setCookie`.
+ * The outcome for one request. Adapters set `setCookie` when present, then
+ * send `response` when present (the route does not run), else continue to the route.
  */
-export type GateDecision = BypassDecision | AdmitDecision | PassDecision | BusyDecision
+export type GateDecision = BypassDecision | AdmitDecision | PassDecision | BusyDecision | QueuedDecision
 
 /** What `reply.airlock` / `res.locals.airlock` offer a route. */
 export interface AirlockControl {
@@ -221,6 +255,7 @@ const OPTION_KEYS = [
   'storeTimeout',
   'logger',
   'cacheSize',
+  'queue',
 ] as const satisfies readonly (keyof GateOptions)[]
 
 /** Every option key of {@link GateOptions}. */
@@ -271,6 +306,8 @@ export class Gate<Req = unknown> {
   readonly randomSecret: boolean
 
   private readonly sem: Semaphore
+  /** The waiting room, with the `queue` option. */
+  private readonly line: GateLine | undefined
   private readonly signer: Signer
   private readonly cache: PassCache<CacheEntry>
   private readonly inflight = new Map<string, Promise<Outcome>>()
@@ -396,6 +433,34 @@ export class Gate<Req = unknown> {
     }
     this.nonce = o.nonce
 
+    if (o.queue !== undefined && o.queue !== false) {
+      if (o.queue !== true && (o.queue === null || typeof o.queue !== 'object')) {
+        optionError(`queue must be true or an object such as { order: 'fifo', maxLength: 100_000 }, got ${describe(o.queue)}`)
+      }
+      if (this.mode !== 'session') {
+        optionError(
+          "queue needs mode 'session': a place in line is kept by a ticket cookie, which request mode does not use; " +
+            "remove mode: 'request' or the queue option",
+        )
+      }
+    }
+    const ticketCookieName =
+      c.name !== undefined
+        ? `${this.cookieName}_ticket`
+        : this.name === 'default'
+          ? 'airlock_ticket'
+          : `airlock_ticket_${this.name.replace(/[^A-Za-z0-9_-]/g, '_')}`
+    this.line =
+      o.queue === undefined || o.queue === false
+        ? undefined
+        : new GateLine(this.name, o.queue, {
+            limit: this.limit,
+            ttl: this.provisionalTtl,
+            store: this.store,
+            secrets: this.secrets,
+            ticketCookieName,
+          })
+
     this.cache = new PassCache(cacheSize)
     this.sem = createSemaphore({
       name: this.name,
@@ -497,7 +562,7 @@ export class Gate<Req = unknown> {
         return outcome
       }
     }
-    return this.admitVisitor(view, deadline)
+    return this.line === undefined ? this.admitVisitor(view, deadline) : this.joinLine(this.line, view, deadline)
   }
 
   /** Checks (and if due, upgrades or slides) a verified, unexpired pass against the store. */
@@ -557,6 +622,59 @@ export class Gate<Req = unknown> {
       token: lease.token,
       setCookie: this.passCookie(value, this.provisionalTtl, view.secure),
       response: undefined,
+      slot: undefined,
+    }
+  }
+
+  // --- waiting room (queue) -----------------------------------------------------------------
+
+  /**
+   * A visitor without a valid pass, with a `queue`: enters the line under its ticket's visitor id
+   * (or a new one). Admitted (the line was empty and a slot free, or the visitor is the head): a
+   * provisional pass bound to a slot whose token is the visitor id. Queued: `202` and, for a new
+   * visitor, the ticket cookie. Line full: busy.
+   */
+  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number): Promise<GateDecision> {
+    const t0 = Date.now()
+    const ticketId = line.readTicket(view.headers.cookie, t0)
+    const visitorId = ticketId ?? newVisitorId()
+    let result: EnterResult
+    try {
+      // A new visitor admitted after the budget ran out never learns it: free that slot again.
+      result = await this.call(() => line.room.enter(visitorId), deadline, ticketId === undefined ? releaseLateEntry : undefined)
+    } catch (err) {
+      return this.storeFailed(view, err)
+    }
+    if (result.status === 'full') return this.busy(view, 'full')
+    if (result.status === 'queued') {
+      const place = line.place(result)
+      return {
+        kind: 'queued',
+        ...place,
+        setCookie:
+          ticketId === undefined
+            ? `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.secureTail(this.cookieTail, view.secure)}`
+            : undefined,
+        response: line.queuedResponse(
+          place,
+          { method: view.method, accept: view.headers.accept, poll: isPoll(view), request: view.request },
+          this.nonce && (() => this.nonce?.(view.request)),
+          (err) => this.logger.warn({ err, gate: this.name }, 'airlock-shield: queue.page threw; sending the built-in page'),
+        ),
+      }
+    }
+    const pass = this.passCookie(
+      encodePass(this.signer, { gate: this.name, token: visitorId, expiresAt: t0 + this.provisionalTtl, provisional: true }),
+      this.provisionalTtl,
+      view.secure,
+    )
+    return {
+      kind: 'admit',
+      reason: ticketId === undefined ? 'slot' : 'line',
+      token: visitorId,
+      // The ticket stays: it names the visitor in this gate's line, and a place only exists in the store.
+      setCookie: pass,
+      response: isPoll(view) ? line.admittedResponse() : undefined,
       slot: undefined,
     }
   }
@@ -741,6 +859,16 @@ export class Gate<Req = unknown> {
       `airlock-shield: store unavailable (${what})`,
     )
   }
+}
+
+/** True for the waiting page's own polls. */
+function isPoll(view: RequestView<unknown>): boolean {
+  return view.headers['x-airlock-poll'] !== undefined
+}
+
+/** Frees a slot a new visitor was admitted to after its decision had already given up on it. */
+function releaseLateEntry(result: EnterResult): void {
+  if (result.status === 'admitted') result.lease.release().catch(noop)
 }
 
 /** Releases a slot acquired after its decision had already given up on it. */

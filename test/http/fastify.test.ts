@@ -1,4 +1,7 @@
 import { behaviour, redisBehaviour } from './behaviour.js'
+import { redisWaitingRoomBehaviour, waitingRoomBehaviour } from './waiting-room.js'
 
 behaviour('fastify')
 redisBehaviour('fastify')
+waitingRoomBehaviour('fastify')
+redisWaitingRoomBehaviour('fastify')

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto'
+import { escapeHtml } from './busy.js'
+
+/** What the waiting page (built-in or custom) is rendered from. */
+export interface WaitingPageContext {
+  /** `'fifo'`: show the place in line. `'random'`: a lottery, show how many are waiting. */
+  order: 'fifo' | 'random'
+  /** 1-based place in line (`null` in random order). */
+  position: number | null
+  /** Visitors in line, this one included. */
+  waiting: number
+  /** Estimated wait in seconds, `null` while no admission rate is known (and in random order). */
+  eta: number | null
+  /** How often the page polls while visible (ms). */
+  pollInterval: number
+  /** How often it polls while the tab is hidden, only to keep its place (ms). */
+  keepAliveInterval: number
+  /** The framework's request object (Fastify `request`, Express `req`). */
+  request: unknown
+  /** The CSP nonce from the gate's `nonce` option, if any. */
+  nonce: string | undefined
+}
+
+/** A custom waiting page: a function of the visitor's place returning HTML. */
+export type WaitingPage = (context: WaitingPageContext) => string
+
+/**
+ * The built-in page's script. Every poll interval (jittered to 0.75x..1.25x so a crowd's polls
+ * spread out) it asks the same URL for JSON with `X-Airlock-Poll: 1` and updates the place, the
+ * count and the estimate; while the tab is hidden it only polls at the keep-alive interval (to keep
+ * its place) and polls at once when shown again. Any answer other than 202 (admitted: 200; busy:
+ * 503) loads the page again, as a GET. Static, so it can be allowed by hash; settings come from the
+ * `data-` attributes of `#q`.
+ */
+export const WAITING_PAGE_SCRIPT =
+  '(function(){var q=document.getElementById("q"),P=+q.dataset.poll||2e3,K=+q.dataset.keep||1e4,t;' +
+  'function go(){location.replace(location.href.split("#")[0])}' +
+  'function put(i,v){var e=document.getElementById(i);if(e&&v!=null)e.textContent=v}' +
+  'function eta(s){return s==null?"working it out":s<60?"about "+s+" s":"about "+Math.round(s/60)+" min"}' +
+  'function next(){clearTimeout(t);t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
+  'function poll(){clearTimeout(t);fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
+  'cache:"no-store",credentials:"same-origin"}).then(function(r){if(r.status!==202)return go();' +
+  'return r.json().then(function(j){put("p",j.position);put("w",j.waiting);put("e",eta(j.eta));next()})}).catch(next)}' +
+  'document.addEventListener("visibilitychange",function(){if(!document.hidden)poll()});next()})()'
+
+/** The built-in page's style. Static, so it can be allowed by hash. */
+export const WAITING_PAGE_STYLE =
+  'body{margin:0;min-height:100vh;display:grid;place-items:center;font:17px/1.5 system-ui,sans-serif;' +
+  'background:#f4f5f7;color:#1d2330}main{max-width:30em;padding:2em;text-align:center}' +
+  'h1{font-size:1.5em;margin:0 0 .5em}b{font-size:1.4em}'
+
+const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
+
+/**
+ * CSP sources that allow the built-in waiting page's inline script and style, for a site whose own
+ * policy also applies: add `waitingPageHashes.script` to `script-src`, `waitingPageHashes.style` to
+ * `style-src`, and allow `connect-src 'self'` (the page polls its own URL), or use the `nonce` option.
+ */
+export const waitingPageHashes = Object.freeze({ script: sha256(WAITING_PAGE_SCRIPT), style: sha256(WAITING_PAGE_STYLE) })
+
+/** The policy sent with the built-in page: its own script and style, and polls to its own origin. */
+export const WAITING_PAGE_CSP =
+  `default-src 'none'; script-src ${waitingPageHashes.script}; style-src ${waitingPageHashes.style}; ` +
+  `connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
+
+/** An estimated wait for people: `about 31 s`, `about 4 min`, or `working it out` while unknown. */
+export function describeEta(seconds: number | null): string {
+  if (seconds === null) return 'working it out'
+  return seconds < 60 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`
+}
+
+/**
+ * The built-in waiting page (under 2 KB, no external assets): the place in line (or, in random
+ * order, how many are waiting) and the estimated wait, updated live by {@link WAITING_PAGE_SCRIPT}.
+ * Without JavaScript, a `<noscript>` meta refresh reloads it every poll interval (plus up to a
+ * second of jitter), which also keeps the place.
+ */
+export function renderWaitingPage(context: Omit<WaitingPageContext, 'request'>): string {
+  const n = context.nonce === undefined ? '' : ` nonce="${escapeHtml(context.nonce)}"`
+  const noJsDelay = Math.ceil(context.pollInterval / 1000) + Math.floor(Math.random() * 2)
+  const place =
+    context.order === 'fifo' && context.position !== null
+      ? `<p>Your place in line: <b id="p">${context.position}</b> of <span id="w">${context.waiting}</span></p>` +
+        `<p>Estimated wait: <span id="e">${escapeHtml(describeEta(context.eta))}</span></p>`
+      : `<p><b id="w">${context.waiting}</b> people are waiting. Visitors are let in by lottery, so keep this page open.</p>`
+  return (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
+    '<title>You are in line</title>' +
+    `<noscript><meta http-equiv="refresh" content="${noJsDelay}"></noscript>` +
+    `<style${n}>${WAITING_PAGE_STYLE}</style></head><body>` +
+    `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}">` +
+    '<h1>You are in line</h1>' +
+    place +
+    '<p>This page updates by itself and takes you to the site when it is your turn. Please keep it open.</p>' +
+    `</main><script${n}>${WAITING_PAGE_SCRIPT}</script></body></html>`
+  )
+}
+
+/** The JSON body of a queued answer (`eta` in seconds, like `Retry-After`). */
+export function queuedJson(position: number | null, waiting: number, eta: number | null): string {
+  return `{"status":"queued","position":${position},"eta":${eta},"waiting":${waiting}}`
+}
+
+/** The JSON body the gate answers a waiting page's poll with once the visitor is admitted. */
+export const ADMITTED_JSON = '{"status":"admitted"}'

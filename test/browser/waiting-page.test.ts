@@ -1,0 +1,161 @@
+/**
+ * The waiting room in a real headless Chromium (Debian's /usr/bin/chromium via playwright-core):
+ * with limit 1, one browser holds the slot, a second waits on the waiting page showing position 1,
+ * the first releases, and the second reaches the app without any action. Also without JavaScript
+ * (meta refresh), and a screenshot (UPDATE_SCREENSHOTS=1 writes docs/waiting-page.png).
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+import { airlockShield } from '../../src/fastify.js'
+import type { GateQueueOptions } from '../../src/core/line.js'
+import { memoryStore } from '../../src/stores/memory.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const available = existsSync(CHROMIUM)
+if (!available && process.env.CI) throw new Error(`CI=true but no Chromium at ${CHROMIUM}: the browser test must run in CI`)
+
+async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
+  const app: FastifyInstance = Fastify({ forceCloseConnections: true })
+  await app.register(airlockShield, {
+    limit: 1,
+    store: memoryStore(),
+    queue,
+    secret: 'browser-test-secret-of-32-bytes-or-more',
+    logger: { warn() {}, info() {} },
+  })
+  app.get('/', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'))
+  app.post('/logout', async (_req, reply) => ({ released: await reply.airlock.release() }))
+  app.get('/favicon.ico', { config: { airlock: false } }, async (_req, reply) => reply.code(204).send())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/` }
+}
+
+/** A cookie-keeping fetch client (for the visitors around the browser). */
+function visitor(url: string) {
+  let cookie = ''
+  return async (path = '', method = 'GET'): Promise<number> => {
+    const r = await fetch(url + path, { method, headers: { accept: 'application/json', cookie } })
+    for (const c of r.headers.getSetCookie()) cookie = [cookie, c.split(';')[0]].filter(Boolean).join('; ')
+    await r.text()
+    return r.status
+  }
+}
+
+describe.skipIf(!available)('waiting page in a real browser', () => {
+  let browser: Browser
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  it('limit 1: the second browser waits at position 1, polls by itself, and reaches the app when the first releases', async () => {
+    const site = await startSite()
+    const contexts: BrowserContext[] = []
+    try {
+      const first = await browser.newContext()
+      const second = await browser.newContext({ viewport: { width: 720, height: 420 } })
+      contexts.push(first, second)
+      const holder = await first.newPage()
+      expect((await holder.goto(site.url))?.status()).toBe(200)
+      await holder.waitForSelector('#app')
+
+      const page = await second.newPage()
+      const violations: string[] = []
+      page.on('console', (m) => {
+        if (/Content Security Policy|Refused/i.test(m.text())) violations.push(m.text())
+      })
+      const polls: { status: number; poll: boolean }[] = []
+      page.on('response', (r) => {
+        if (r.url() === site.url && r.request().resourceType() === 'fetch') {
+          polls.push({ status: r.status(), poll: r.request().headers()['x-airlock-poll'] === '1' })
+        }
+      })
+      expect((await page.goto(site.url))?.status()).toBe(202)
+      await expect(page.locator('h1').textContent()).resolves.toBe('You are in line')
+      await expect(page.locator('#p').textContent()).resolves.toBe('1')
+      // It polls by itself, and stays in line while the slot is held.
+      await page.waitForResponse((r) => r.url() === site.url && r.request().resourceType() === 'fetch', { timeout: 10_000 })
+      await page.waitForTimeout(700)
+      expect(polls.length).toBeGreaterThanOrEqual(2)
+      expect(polls.every((p) => p.status === 202 && p.poll)).toBe(true)
+      expect(await page.locator('#p').textContent()).toBe('1')
+
+      // The first visitor leaves (logout): the second gets in without doing anything.
+      const released = await holder.evaluate(async () => (await fetch('/logout', { method: 'POST' })).json())
+      expect(released).toEqual({ released: true })
+      await page.waitForSelector('#app', { timeout: 15_000 })
+      expect(violations).toEqual([])
+      const cookies = await second.cookies()
+      expect(cookies.find((c) => c.name === 'airlock_pass')?.httpOnly).toBe(true)
+      expect(cookies.find((c) => c.name === 'airlock_ticket')?.httpOnly).toBe(true)
+    } finally {
+      await Promise.all(contexts.map((c) => c.close()))
+      await site.app.close()
+    }
+  }, 60_000)
+
+  it('moves on without JavaScript too (meta refresh)', async () => {
+    const site = await startSite({ pollInterval: 1000 })
+    const context = await browser.newContext({ javaScriptEnabled: false })
+    try {
+      const holder = visitor(site.url)
+      expect(await holder()).toBe(200)
+      const page = await context.newPage()
+      let loads = 0
+      page.on('response', (r) => {
+        if (r.url() === site.url) loads++
+      })
+      expect((await page.goto(site.url))?.status()).toBe(202)
+      await expect(page.locator('#p').textContent()).resolves.toBe('1')
+      expect(await holder('logout', 'POST')).toBe(200)
+      await page.waitForSelector('#app', { timeout: 15_000 })
+      expect(loads).toBeGreaterThanOrEqual(2)
+    } finally {
+      await context.close()
+      await site.app.close()
+    }
+  }, 60_000)
+
+  it('takes a screenshot of the waiting page (docs/waiting-page.png with UPDATE_SCREENSHOTS=1)', async () => {
+    const site = await startSite({ pollInterval: 2000 })
+    const context = await browser.newContext({ viewport: { width: 720, height: 420 } })
+    try {
+      // A line with some history, so the page shows a measured estimate.
+      let holder = visitor(site.url)
+      expect(await holder()).toBe(200)
+      const line = Array.from({ length: 5 }, () => visitor(site.url))
+      for (const v of line) expect(await v()).toBe(202)
+      for (const v of line.slice(0, 3)) {
+        await holder('logout', 'POST')
+        expect(await v()).toBe(200)
+        holder = v
+        await new Promise((r) => setTimeout(r, 150))
+      }
+      const page = await context.newPage()
+      expect((await page.goto(site.url))?.status()).toBe(202)
+      await expect(page.locator('#p').textContent()).resolves.toBe('3')
+      await expect(page.locator('#e').textContent()).resolves.toMatch(/^about \d+ s$/)
+      const file = process.env.UPDATE_SCREENSHOTS
+        ? fileURLToPath(new URL('../../docs/waiting-page.png', import.meta.url))
+        : join(mkdtempSync(join(tmpdir(), 'airlock-shot-')), 'waiting-page.png')
+      await page.screenshot({ path: file })
+      const png = readFileSync(file)
+      expect(png.subarray(1, 4).toString()).toBe('PNG')
+      expect(png.length).toBeGreaterThan(5000)
+    } finally {
+      await context.close()
+      await site.app.close()
+    }
+  }, 60_000)
+})

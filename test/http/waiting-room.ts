@@ -1,0 +1,329 @@
+/**
+ * The HTTP behaviour of the gate's waiting room (the `queue` option, issue 5), run against every
+ * adapter over real HTTP: tickets, positions, FIFO admission, leavers, forged tickets, maxLength,
+ * random order, the waiting page's poll, and (on Redis) one line shared by two instances.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { isAirlockError } from '../../src/core/errors.js'
+import { createGate } from '../../src/core/gate.js'
+import { createSigner } from '../../src/core/signing.js'
+import { encodeTicket, TICKET_CONTEXT } from '../../src/core/ticket.js'
+import { memoryStore } from '../../src/stores/memory.js'
+import { redisStore } from '../../src/stores/redis.js'
+import { waitingPageHashes } from '../../src/pages/waiting.js'
+import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { recordingLogger } from '../helpers/stores.js'
+import { Browser, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const JSON_ACCEPT = { accept: 'application/json' }
+
+/** A browser-like visitor that asks for JSON (an API client keeping cookies). */
+async function place(visitor: Browser, path = '/kind'): Promise<{ status: number; body: unknown; cookies: string[] }> {
+  const r = await visitor.get(path, { headers: JSON_ACCEPT })
+  let body: unknown = r.body
+  try {
+    body = JSON.parse(r.body)
+  } catch {
+    // the route's plain-text answer
+  }
+  return { status: r.status, body, cookies: r.cookies }
+}
+
+function ticketOf(visitor: Browser): string | undefined {
+  return visitor.jar.get('airlock_ticket')
+}
+
+function forgeTicket(fields: { gate?: string; visitorId: string; issuedAt?: number }, secret = SECRET, context = TICKET_CONTEXT): string {
+  return encodeTicket(createSigner({ secrets: secret, context }), {
+    gate: fields.gate ?? 'default',
+    visitorId: fields.visitorId,
+    issuedAt: fields.issuedAt ?? Date.now(),
+  })
+}
+
+/** Polls `fn` until it returns true, or fails after `timeout` ms. */
+async function until(fn: () => Promise<boolean> | boolean, timeout: number, every = 50): Promise<void> {
+  const t0 = Date.now()
+  while (!(await fn())) {
+    if (Date.now() - t0 > timeout) throw new Error(`condition not met within ${timeout} ms`)
+    await sleep(every)
+  }
+}
+
+export function waitingRoomBehaviour(adapter: AdapterName): void {
+  const apps: TestApp[] = []
+  const start = async (gate: AppSetup['gate']): Promise<TestApp> => {
+    const app = await startApp(adapter, { gate: { store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...gate } })
+    apps.push(app)
+    return app
+  }
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()))
+  })
+
+  /** An app with limit 1 whose slot is held by the returned visitor. */
+  const full = async (gate: AppSetup['gate'] = {}): Promise<{ app: TestApp; holder: Browser }> => {
+    const app = await start({ limit: 1, queue: true, ...gate })
+    const holder = new Browser(app.url)
+    expect((await holder.get('/kind')).body).toBe('admit')
+    return { app, holder }
+  }
+
+  describe(`${adapter}: waiting room`, () => {
+    it('gives a queued browser 202 and a tiny self-contained waiting page with its position; the route never runs', async () => {
+      const { app } = await full()
+      const runs = app.stats.runs
+      const visitor = new Browser(app.url)
+      const r = await visitor.get('/')
+      expect(r.status).toBe(202)
+      expect(r.headers.get('cache-control')).toBe('no-store')
+      expect(r.headers.get('retry-after')).toBe('2')
+      expect(r.headers.get('content-type')).toMatch(/^text\/html/)
+      expect(Buffer.byteLength(r.body)).toBeLessThan(2048)
+      expect(r.body).toContain('Your place in line: <b id="p">1</b>')
+      expect(r.body).toMatch(/<noscript><meta http-equiv="refresh" content="\d+"><\/noscript>/)
+      expect(r.body).not.toMatch(/src=|href=/) // no external assets
+      const csp = r.headers.get('content-security-policy')!
+      expect(csp).toContain(waitingPageHashes.script)
+      expect(csp).toContain(waitingPageHashes.style)
+      expect(csp).toContain("connect-src 'self'")
+      const ticket = r.cookies.find((c) => c.startsWith('airlock_ticket='))!
+      expect(ticket).toMatch(/^airlock_ticket=t1~default~[A-Za-z0-9_-]{22}~[0-9a-z]+~[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax$/)
+      expect(app.stats.runs).toBe(runs)
+      const head = await visitor.get('/', { method: 'HEAD' })
+      expect([head.status, head.body]).toEqual([202, ''])
+    })
+
+    it('answers JSON { status, position, eta, waiting } with eta in seconds; re-entering with the ticket keeps the place', async () => {
+      const { app } = await full()
+      const a = new Browser(app.url)
+      const b = new Browser(app.url)
+      expect(await place(a)).toMatchObject({ status: 202, body: { status: 'queued', position: 1, eta: null, waiting: 1 } })
+      expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: 2, waiting: 2 } })
+      const ticket = ticketOf(a)
+      for (let i = 0; i < 3; i++) {
+        const again = await place(a)
+        expect(again).toMatchObject({ status: 202, body: { position: 1, waiting: 2 } })
+        expect(again.cookies).toEqual([]) // the same ticket, never a second place
+      }
+      expect(ticketOf(a)).toBe(ticket)
+      expect(app.stats.runs).toBe(0) // `/` never ran for a queued visitor
+      expect((await place(a, "/")).status).toBe(202)
+      expect(app.stats.runs).toBe(0)
+    })
+
+    it('admits in arrival order: a freed slot waits for the head; later arrivals and newcomers cannot jump in', async () => {
+      const { app, holder } = await full()
+      const line = [new Browser(app.url), new Browser(app.url), new Browser(app.url)]
+      for (const [i, v] of line.entries()) expect((await place(v)).body).toMatchObject({ position: i + 1 })
+      expect((await holder.get('/logout', { method: 'POST' })).body).toBe('released=true')
+      // The slot is reserved for the head: the second and a newcomer stay queued.
+      expect(await place(line[1]!)).toMatchObject({ status: 202, body: { position: 2 } })
+      const newcomer = new Browser(app.url)
+      expect(await place(newcomer)).toMatchObject({ status: 202, body: { position: 4, waiting: 4 } })
+      // The head comes back: the route runs for it, with a pass.
+      const admitted = await place(line[0]!)
+      expect(admitted.status).toBe(200)
+      expect(admitted.body).toBe('admit')
+      expect(line[0]!.jar.get('airlock_pass')).toMatch(/~p~/)
+      expect((await line[0]!.get('/kind')).body).toBe('pass')
+      // Those behind move up.
+      expect(await place(line[1]!)).toMatchObject({ status: 202, body: { position: 1, waiting: 3 } })
+      expect(await place(newcomer)).toMatchObject({ status: 202, body: { position: 3 } })
+      expect((await line[0]!.get('/logout', { method: 'POST' })).body).toBe('released=true')
+      expect(await place(line[2]!)).toMatchObject({ status: 202, body: { position: 2 } })
+      expect((await place(line[1]!)).status).toBe(200)
+    })
+
+    it("the waiting page's poll is answered 200 {status:'admitted'} with the pass, without running the route", async () => {
+      const { app, holder } = await full()
+      const visitor = new Browser(app.url)
+      await visitor.get('/')
+      const poll = { accept: 'application/json', 'x-airlock-poll': '1' }
+      const queued = await visitor.get('/', { headers: poll })
+      expect([queued.status, JSON.parse(queued.body).status]).toEqual([202, 'queued'])
+      await holder.get('/logout', { method: 'POST' })
+      const runs = app.stats.runs
+      const admitted = await visitor.get('/', { headers: poll })
+      expect(admitted.status).toBe(200)
+      expect(JSON.parse(admitted.body)).toEqual({ status: 'admitted' })
+      expect(admitted.headers.get('cache-control')).toBe('no-store')
+      expect(app.stats.runs).toBe(runs)
+      expect((await visitor.get('/kind')).body).toBe('pass')
+    })
+
+    it('a waiter that stops polling loses its place, a head that does not come is skipped, and those behind move up', async () => {
+      const { app, holder } = await full({ queue: { idleTimeout: 1500, claimWindow: 600, pollInterval: 200 } })
+      const gone = new Browser(app.url) // the head, who walks away
+      const stays = new Browser(app.url)
+      const alsoGone = new Browser(app.url)
+      const last = new Browser(app.url)
+      for (const v of [gone, stays, alsoGone, last]) expect((await place(v)).status).toBe(202)
+      expect(await place(last)).toMatchObject({ body: { position: 4 } })
+      await holder.get('/logout', { method: 'POST' })
+      // Only `stays` and `last` keep polling; the head's reserved slot passes to `stays` once skipped.
+      let admittedAt = 0
+      await until(async () => {
+        const l = await place(last)
+        expect(l.status).toBe(202)
+        const s = await place(stays)
+        if (s.status === 200) admittedAt = Date.now()
+        return s.status === 200
+      }, 8000, 100)
+      expect(admittedAt).toBeGreaterThan(0)
+      await until(async () => ((await place(last)).body as { position: number }).position === 1, 8000, 100)
+      // The walkers-away come back to a fresh place at the back.
+      expect(await place(gone)).toMatchObject({ status: 202, body: { position: 2 } })
+    })
+
+    it('forged, tampered, foreign or expired tickets get a fresh place at the back, never a better one', async () => {
+      const { app } = await full()
+      const first = new Browser(app.url)
+      const second = new Browser(app.url)
+      await place(first)
+      await place(second)
+      const real = ticketOf(first)!
+      const [v, gate, id, issued, mac] = real.split('~') as string[]
+      const bad: Record<string, string> = {
+        'tampered id': `${v}~${gate}~${'B'.repeat(22)}~${issued}~${mac}`,
+        'other gate': forgeTicket({ gate: 'other', visitorId: id! }),
+        'other secret': forgeTicket({ visitorId: id! }, 'another-secret-that-is-at-least-32-bytes'),
+        'a pass, not a ticket': forgeTicket({ visitorId: id! }, SECRET, 'airlock-pass'),
+        expired: forgeTicket({ visitorId: id!, issuedAt: Date.now() - 25 * 3600 * 1000 }),
+        oversized: `${real}${'A'.repeat(5000)}`,
+        garbage: '%%%;;;',
+        empty: '',
+      }
+      let waiting = 2
+      for (const [what, value] of Object.entries(bad)) {
+        const r = await hit(`${app.url}/kind`, { headers: { ...JSON_ACCEPT, cookie: `airlock_ticket=${value}` } })
+        waiting++
+        expect({ what, status: r.status, body: JSON.parse(r.body) }).toMatchObject({
+          what,
+          status: 202,
+          body: { position: waiting, waiting },
+        })
+        expect(r.cookies.some((c) => c.startsWith('airlock_ticket=t1~default~'))).toBe(true)
+      }
+      // The real ticket still holds its place.
+      expect(await place(first)).toMatchObject({ status: 202, body: { position: 1 } })
+    })
+
+    it('answers busy (503) once the line is at maxLength', async () => {
+      const { app } = await full({ queue: { maxLength: 2 } })
+      expect((await place(new Browser(app.url))).status).toBe(202)
+      expect((await place(new Browser(app.url))).status).toBe(202)
+      const r = await hit(`${app.url}/`, { headers: JSON_ACCEPT })
+      expect(r.status).toBe(503)
+      expect(r.headers.get('retry-after')).toBe('5')
+      expect(JSON.parse(r.body)).toEqual({ status: 'busy', retryAfter: 5 })
+      expect((await hit(`${app.url}/`)).body).toContain('<noscript>')
+    })
+
+    it('in random order shows how many are waiting instead of a position', async () => {
+      const { app } = await full({ queue: { order: 'random' } })
+      const a = new Browser(app.url)
+      const b = new Browser(app.url)
+      await place(a)
+      expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: null, eta: null, waiting: 2 } })
+      const page = await new Browser(app.url).get('/')
+      expect(page.status).toBe(202)
+      expect(page.body).toContain('<b id="w">3</b> people are waiting')
+      expect(page.body).not.toContain('id="p"')
+    })
+
+    it('estimates the wait from the measured admission rate once admissions from the line are known', async () => {
+      const { app, holder } = await full()
+      const line = Array.from({ length: 5 }, () => new Browser(app.url))
+      for (const v of line) await place(v)
+      expect((await place(line[4]!)).body).toMatchObject({ eta: null })
+      let current = holder
+      for (const v of line.slice(0, 3)) {
+        await current.get('/logout', { method: 'POST' })
+        expect((await place(v)).status).toBe(200)
+        current = v
+        await sleep(100)
+      }
+      const r = (await place(line[4]!)).body as { position: number; eta: number }
+      expect(r.position).toBe(2)
+      expect(Number.isInteger(r.eta)).toBe(true)
+      expect(r.eta).toBeGreaterThanOrEqual(1)
+      expect(r.eta).toBeLessThan(60)
+      const page = await line[3]!.get('/')
+      expect(page.body).toMatch(/Estimated wait: <span id="e">about \d+ s<\/span>/)
+    })
+
+    it('serves a custom waiting page, with the place and the nonce', async () => {
+      const { app } = await full({
+        nonce: () => 'n0nce',
+        queue: { page: ({ position, waiting, eta, nonce }) => `<p nonce="${nonce}">#${position} of ${waiting}, eta ${eta}</p>` },
+      })
+      const r = await new Browser(app.url).get('/')
+      expect([r.status, r.body]).toEqual([202, '<p nonce="n0nce">#1 of 1, eta null</p>'])
+      expect(r.headers.get('content-security-policy')).toBeNull()
+    })
+
+    it('refuses a queue in request mode and bad queue options at startup, naming the option', () => {
+      const bad: [object, RegExp][] = [
+        [{ mode: 'request', queue: true }, /queue needs mode 'session'/],
+        [{ queue: { order: 'lifo' } }, /queue\.order must be one of 'fifo', 'random'/],
+        [{ queue: { maxLenght: 5 } }, /queue has no option 'maxLenght'/],
+        [{ queue: { pollInterval: 9000 } }, /queue\.pollInterval \(9000\) is too long/],
+        [{ queue: { idleTimeout: -1 } }, /queue\.idleTimeout must be a positive number/],
+        [{ queue: 'yes' }, /queue must be true or an object/],
+        [{ queue: { page: '<p>' } }, /queue\.page must be a function/],
+      ]
+      for (const [options, message] of bad) {
+        let error: unknown
+        try {
+          createGate({ store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...options })
+        } catch (err) {
+          error = err
+        }
+        expect(isAirlockError(error) && error.code).toBe('ERR_AIRLOCK_OPTION')
+        expect((error as Error).message).toMatch(message)
+      }
+    })
+  })
+}
+
+/** One line shared by two instances on one Redis. */
+export function redisWaitingRoomBehaviour(adapter: AdapterName): void {
+  requireRedis()
+  let redis: PrivateRedis
+  const apps: TestApp[] = []
+  beforeAll(async () => {
+    redis = await startRedis()
+  })
+  afterAll(async () => {
+    await redis?.stop()
+  })
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()))
+  })
+
+  describe(`${adapter}: waiting room on Redis`, () => {
+    it('two instances share one line: a ticket from one keeps its place on the other, and is admitted there', async () => {
+      const gate = { limit: 1, secret: SECRET, queue: true, logger: recordingLogger() }
+      const a = await startApp(adapter, { gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) } })
+      apps.push(a)
+      const b = await startApp(adapter, { gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) } })
+      apps.push(b)
+      const holder = new Browser(a.url)
+      expect((await holder.get('/kind')).body).toBe('admit')
+      const first = new Browser(a.url)
+      expect(await place(first)).toMatchObject({ status: 202, body: { position: 1 } })
+      const second = new Browser(b.url)
+      expect(await place(second)).toMatchObject({ status: 202, body: { position: 2 } })
+      const onB = new Browser(b.url)
+      for (const [k, v] of first.jar) onB.jar.set(k, v)
+      expect(await place(onB)).toMatchObject({ status: 202, body: { position: 1, waiting: 2 } })
+      await holder.get('/logout', { method: 'POST' })
+      expect((await place(second)).status).toBe(202)
+      expect(await place(onB)).toMatchObject({ status: 200, body: 'admit' })
+      const pass = onB.jar.get('airlock_pass')!
+      expect((await hit(`${a.url}/kind`, { headers: { cookie: `airlock_pass=${pass}` } })).body).toBe('pass')
+    })
+  })
+}
