@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import {
+  describeEta,
+  queuedJson,
+  renderWaitingPage,
+  WAITING_PAGE_CSP,
+  WAITING_PAGE_SCRIPT,
+  WAITING_PAGE_STYLE,
+  waitingPageHashes,
+} from '../../src/pages/waiting.js'
+
+const base = { order: 'fifo' as const, position: 452, waiting: 900, eta: 31, pollInterval: 2000, keepAliveInterval: 8000, nonce: undefined }
+
+describe('built-in waiting page', () => {
+  it('is self-contained and under 2 KB even with a long nonce and a huge line', () => {
+    const nonce = 'a-long-nonce-value-0123456789abcdef0123456789'
+    const html = renderWaitingPage({ ...base, position: 99_999_999, waiting: 99_999_999, eta: 9_999_999, nonce })
+    expect(Buffer.byteLength(html)).toBeLessThan(2048)
+    expect(html).not.toMatch(/<(link|img|iframe)|src=|url\(|@import|href=/)
+    expect(html).toContain(`<script nonce="${nonce}">${WAITING_PAGE_SCRIPT}</script>`)
+    expect(html).toContain(`<style nonce="${nonce}">${WAITING_PAGE_STYLE}</style>`)
+  })
+
+  it('shows the position and the estimate in fifo order, the waiting count in random order', () => {
+    const fifo = renderWaitingPage(base)
+    expect(fifo).toContain('Your place in line: <b id="p">452</b> of <span id="w">900</span>')
+    expect(fifo).toContain('Estimated wait: <span id="e">about 31 s</span>')
+    expect(fifo).toContain('data-poll="2000" data-keep="8000"')
+    const random = renderWaitingPage({ ...base, order: 'random', position: null, eta: null })
+    expect(random).toContain('<b id="w">900</b> people are waiting')
+    expect(random).not.toContain('id="p"')
+  })
+
+  it('describes the estimate for people', () => {
+    expect(describeEta(null)).toBe('working it out')
+    expect(describeEta(31)).toBe('about 31 s')
+    expect(describeEta(59)).toBe('about 59 s')
+    expect(describeEta(150)).toBe('about 3 min')
+  })
+
+  it('has a no-JS meta refresh of the poll interval plus up to a second', () => {
+    const delays = new Set<number>()
+    for (let i = 0; i < 100; i++) {
+      delays.add(Number(/<meta http-equiv="refresh" content="(\d+)">/.exec(renderWaitingPage({ ...base, pollInterval: 3000 }))![1]))
+    }
+    expect([...delays].sort()).toEqual([3, 4])
+  })
+
+  it('exports the hashes of its inline script and style; its policy allows polling its own origin only', () => {
+    const h = (t: string) => `'sha256-${createHash('sha256').update(t).digest('base64')}'`
+    expect(waitingPageHashes.script).toBe(h(WAITING_PAGE_SCRIPT))
+    expect(waitingPageHashes.style).toBe(h(WAITING_PAGE_STYLE))
+    expect(WAITING_PAGE_CSP).toContain(`script-src ${waitingPageHashes.script}`)
+    expect(WAITING_PAGE_CSP).toContain("connect-src 'self'")
+    expect(WAITING_PAGE_CSP).toContain("default-src 'none'")
+  })
+
+  it('escapes the nonce; the JSON carries position, eta (s) and waiting', () => {
+    expect(renderWaitingPage({ ...base, nonce: '"><script>x</script>' })).not.toContain('"><script>x')
+    expect(JSON.parse(queuedJson(452, 900, 31))).toEqual({ status: 'queued', position: 452, eta: 31, waiting: 900 })
+    expect(JSON.parse(queuedJson(null, 3, null))).toEqual({ status: 'queued', position: null, eta: null, waiting: 3 })
+  })
+})
