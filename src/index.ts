@@ -59,7 +59,7 @@ export {
   type RequestSlot,
   type RequestView,
 } from './core/gate.js'
-export { GateLine, type GateQueueOptions, type LinePlace } from './core/line.js'
+export type { GateQueueOptions } from './core/line.js'
 export { createSigner, type Signer, type SignerOptions } from './core/signing.js'
 export { busyPageHashes, BUSY_PAGE_CSP, renderBusyPage, type BusyPage, type BusyPageContext } from './pages/busy.js'
 export {

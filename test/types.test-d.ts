@@ -17,10 +17,16 @@ describe('Fastify types', () => {
     const app = Fastify()
     void app.register(airlockShield, { limit: 5, mode: 'request', global: true })
     void app.register(airlockShield)
+    void app.register(airlockShield, { limit: 50, queue: { order: 'fifo', maxLength: 100_000, idleTimeout: 30_000 } })
+    void app.register(airlockShield, { queue: true })
+    // @ts-expect-error order is 'fifo' or 'random'
+    void app.register(airlockShield, { queue: { order: 'lifo' } })
     app.get('/', async (_req, reply) => {
       expectTypeOf(reply.airlock).toEqualTypeOf<AirlockControl>()
       expectTypeOf(reply.airlock.release).returns.resolves.toEqualTypeOf<boolean>()
       expectTypeOf(reply.airlock.decision).toEqualTypeOf<GateDecision | undefined>()
+      const d = reply.airlock.decision
+      if (d?.kind === 'queued') expectTypeOf(d.position).toEqualTypeOf<number | null>()
       return 'ok'
     })
     app.get('/health', { config: { airlock: false } }, async () => 'ok')
