@@ -112,9 +112,7 @@ describe.skipIf(!available)('waiting page in a real browser', () => {
       expect(await visitor(site.url)()).toBe(200) // holds the slot
       const page = await context.newPage()
       // Let the test decide what document.hidden says (headless tabs are always visible).
-      await page.addInitScript(() => {
-        Object.defineProperty(document, 'hidden', { configurable: true, get: () => (window as { __hidden?: boolean }).__hidden === true })
-      })
+      await page.addInitScript('Object.defineProperty(document, "hidden", { configurable: true, get: () => window.__hidden === true })')
       const polls: number[] = []
       page.on('request', (r) => {
         if (r.url() === site.url && r.resourceType() === 'fetch') polls.push(Date.now())
@@ -122,19 +120,14 @@ describe.skipIf(!available)('waiting page in a real browser', () => {
       expect((await page.goto(site.url))?.status()).toBe(202)
       await page.waitForTimeout(1200)
       expect(polls.length).toBeGreaterThanOrEqual(3) // visible: every 250 ms (jittered)
-      await page.evaluate(() => {
-        ;(window as { __hidden?: boolean }).__hidden = true
-      })
+      await page.evaluate('window.__hidden = true')
       await page.waitForTimeout(400) // a poll already scheduled may still go out
       const hiddenFrom = polls.length
       await page.waitForTimeout(2000)
       expect(polls.length).toBe(hiddenFrom) // hidden: nothing for 2 s (next keep-alive in ~8 s)
       // Shown again: a poll goes out at once (well before the next keep-alive, ~8 s away).
       const next = page.waitForRequest((r) => r.url() === site.url && r.resourceType() === 'fetch', { timeout: 2000 })
-      await page.evaluate(() => {
-        ;(window as { __hidden?: boolean }).__hidden = false
-        document.dispatchEvent(new Event('visibilitychange'))
-      })
+      await page.evaluate('window.__hidden = false; document.dispatchEvent(new Event("visibilitychange"))')
       await next
     } finally {
       await context.close()
