@@ -7,9 +7,10 @@ import { cookieAttributes, cookieValues, firstCookie, pathOf, prefersJson } from
 import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type PassFields } from './pass.js'
 import { createSemaphore, type Lease, type Semaphore } from './semaphore.js'
 import { GateLine, type GateQueueOptions } from './line.js'
+import { SlotPool, type PooledSlot } from './slot-pool.js'
 import { newVisitorId, type EnterResult } from './waiting-room.js'
 import { createSigner, randomSecret, secretList, type Signer } from './signing.js'
-import { describe, duration, knownKeys, oneOf, positiveInteger, safeName } from './validate.js'
+import { describe, duration, knownKeys, nonNegativeInteger, oneOf, positiveInteger, safeName } from './validate.js'
 
 /** A pino-shaped logger: objects first (`log.warn({ err, gate }, 'message')`). */
 export interface GateLogger {
@@ -65,6 +66,13 @@ export interface GateOptions<Req = unknown> {
   recheckInterval?: number
   /** Request mode: how long a slot may live if its handler never ends. Default 30_000. */
   ttl?: number
+  /**
+   * Request mode: a finished request's slot is kept this long (ms) for the next request on this
+   * process instead of being released, so a steady stream of requests costs no store round trip.
+   * Every request in flight still holds its own live slot; see docs/gate.md. `0` releases at once.
+   * Default 10.
+   */
+  reuseWindow?: number
   /**
    * HMAC secret(s), at least 32 bytes each; sign with the first, accept all (rotation). Default: a
    * random per-process secret (passes then do not survive a restart nor span instances); required
@@ -244,6 +252,7 @@ const OPTION_KEYS = [
   'provisionalTtl',
   'recheckInterval',
   'ttl',
+  'reuseWindow',
   'secret',
   'cookie',
   'retryAfter',
@@ -294,6 +303,8 @@ export class Gate<Req = unknown> {
   readonly provisionalTtl: number
   readonly recheckInterval: number
   readonly ttl: number
+  /** Request mode: how long a finished request's slot waits for the next one (0: no reuse). */
+  readonly reuseWindow: number
   readonly retryAfter: number
   readonly onStoreError: 'open' | 'closed'
   readonly storeTimeout: number
@@ -308,6 +319,8 @@ export class Gate<Req = unknown> {
   private readonly sem: Semaphore
   /** The waiting room, with the `queue` option. */
   private readonly line: GateLine | undefined
+  /** Request mode's reusable slots (`reuseWindow` > 0). */
+  private readonly pool: SlotPool | undefined
   private readonly signer: Signer
   private readonly cache: PassCache<CacheEntry>
   private readonly inflight = new Map<string, Promise<Outcome>>()
@@ -351,6 +364,7 @@ export class Gate<Req = unknown> {
       optionError(`recheckInterval must be at most passTtl (${this.passTtl}), got ${this.recheckInterval}`)
     }
     this.ttl = duration('ttl', o.ttl ?? 30_000)
+    this.reuseWindow = nonNegativeInteger('reuseWindow', o.reuseWindow ?? 10)
     this.retryAfter = positiveInteger('retryAfter', o.retryAfter ?? 5)
     this.onStoreError = oneOf('onStoreError', o.onStoreError ?? 'open', ['open', 'closed'] as const)
     this.storeTimeout = duration('storeTimeout', o.storeTimeout ?? 200)
@@ -468,6 +482,14 @@ export class Gate<Req = unknown> {
       ttl: this.mode === 'session' ? this.provisionalTtl : this.ttl,
       store: this.store,
     })
+    this.pool =
+      this.mode === 'request' && this.reuseWindow > 0
+        ? new SlotPool(this.sem, {
+            window: this.reuseWindow,
+            confirmEvery: Math.min(1000, this.ttl / 4),
+            onError: (err, op) => this.logStoreError(err, op),
+          })
+        : undefined
 
     const common = { 'retry-after': String(this.retryAfter), 'cache-control': 'no-store', vary: 'Accept' }
     this.jsonHeaders = Object.freeze({ ...common, 'content-type': 'application/json; charset=utf-8' })
@@ -536,6 +558,7 @@ export class Gate<Req = unknown> {
     this.probeTimer = undefined
     this.cache.clear()
     this.inflight.clear()
+    await this.pool?.close()
   }
 
   // --- session mode -------------------------------------------------------------------------
@@ -681,34 +704,53 @@ export class Gate<Req = unknown> {
 
   // --- request mode -------------------------------------------------------------------------
 
-  private async decideRequest(view: RequestView<Req>): Promise<GateDecision> {
+  /** Request mode: a slot from the pool (synchronous), else one from the store. */
+  private decideRequest(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    const pooled = this.pool?.take(Date.now())
+    return pooled !== undefined ? this.admitRequest(pooled) : this.acquireRequest(view)
+  }
+
+  private async acquireRequest(view: RequestView<Req>): Promise<GateDecision> {
+    const sentAt = Date.now()
     let lease: Lease | null
     try {
-      lease = await this.call(() => this.sem.acquire(), Date.now() + this.storeTimeout, releaseLate)
+      lease = await this.call(() => this.sem.acquire(), sentAt + this.storeTimeout, releaseLate)
     } catch (err) {
       return this.storeFailed(view, err)
     }
     if (lease === null) return this.busy(view, 'full')
+    return this.admitRequest(SlotPool.slot(lease, sentAt))
+  }
+
+  private admitRequest(slot: PooledSlot): AdmitDecision {
     return {
       kind: 'admit',
       reason: 'slot',
-      token: lease.token,
+      token: slot.lease.token,
       setCookie: undefined,
       response: undefined,
-      slot: this.requestSlot(lease),
+      slot: this.requestSlot(slot),
     }
   }
 
-  private requestSlot(lease: Lease): RequestSlot {
+  /** The request's slot: released once, back to the pool (when reusing) or to the store. */
+  private requestSlot(slot: PooledSlot): RequestSlot {
+    const pool = this.pool
     let done: Promise<boolean> | undefined
     return {
-      token: lease.token,
-      release: () =>
-        (done ??= lease.release().catch((err: unknown) => {
+      token: slot.lease.token,
+      release: () => {
+        if (done) return done
+        if (pool) {
+          pool.give(slot, Date.now())
+          return (done = Promise.resolve(true))
+        }
+        return (done = slot.lease.release().catch((err: unknown) => {
           // The slot then frees itself after `ttl`.
           this.logStoreError(err, 'release')
           return false
-        })),
+        }))
+      },
     }
   }
 

@@ -58,6 +58,7 @@ describe('createGate options', () => {
     [{ name: 'has space' }, /^name must be 1 to 64 characters/],
     [{ mode: 'queue' as 'request' }, /^mode must be one of 'session', 'request', got "queue"$/],
     [{ passTtl: -1 }, /^passTtl must be a positive number of milliseconds, got -1$/],
+    [{ mode: 'request', reuseWindow: -1 }, /^reuseWindow must be a non-negative integer, got -1$/],
     [{ passTtl: 5000, provisionalTtl: 6000 }, /^provisionalTtl must be at most passTtl \(5000\), got 6000$/],
     [{ passTtl: 5000, recheckInterval: 6000 }, /^recheckInterval must be at most passTtl/],
     [{ ttl: 0 }, /^ttl must be a positive number of milliseconds/],
@@ -149,7 +150,7 @@ describe('gate decisions', () => {
 
   it('request mode: a slot per request, released exactly once', async () => {
     const store = memoryStore()
-    const gate = createGate({ mode: 'request', limit: 1, store, logger: recordingLogger() })
+    const gate = createGate({ mode: 'request', limit: 1, store, reuseWindow: 0, logger: recordingLogger() })
     const d = await gate.decide(view())
     expect(d.kind).toBe('admit')
     expect(d.setCookie).toBeUndefined()

@@ -473,7 +473,7 @@ export function behaviour(adapter: AdapterName): void {
 
     it('releases the slot exactly once when the response finished, or the handler failed', async () => {
       const store = countingStore(memoryStore())
-      const app = await start({ gate: requestGate(store, { limit: 1 }) })
+      const app = await start({ gate: requestGate(store, { limit: 1, reuseWindow: 0 }) })
       for (let i = 0; i < 3; i++) {
         const ok = await hit(`${app.url}/work?ms=20`)
         expect(ok.status).toBe(200)
@@ -485,6 +485,20 @@ export function behaviour(adapter: AdapterName): void {
       expect(await held(store)).toBe(0)
       expect(store.calls.acquire).toBe(6)
       expect(store.calls.release).toBe(6)
+    })
+
+    it('reuses a finished request\'s slot for the next request, and releases it after reuseWindow', async () => {
+      const store = countingStore(memoryStore())
+      const app = await start({ gate: requestGate(store, { limit: 1, reuseWindow: 300 }) })
+      for (let i = 0; i < 3; i++) {
+        expect((await hit(`${app.url}/work?ms=20`)).status).toBe(200)
+        expect((await hit(`${app.url}/throw?ms=20`)).status).toBe(500)
+      }
+      expect(store.calls.acquire).toBe(1) // one slot served all six requests, one after another
+      expect(store.calls.release ?? 0).toBe(0)
+      expect(await held(store)).toBe(1) // kept for the next request...
+      await until(async () => (await held(store)) === 0, 3000, 20) // ...and released once idle
+      expect(store.calls.release).toBe(1)
     })
 
     it('does not free the slot when a client gives up while its handler still runs; frees it when the handler ends', async () => {
