@@ -14,7 +14,7 @@ import { encodePass, PASS_CONTEXT } from '../../src/core/pass.js'
 import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
-import { Browser, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, hit, SECRET, startApp, Stats, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -635,6 +635,22 @@ export function redisBehaviour(adapter: AdapterName): void {
       expect((await hit(`${app.url}/`)).status).toBe(503)
       await app.stats.idle()
       await until(async () => (await hit(`${app.url}/`)).status === 200, 3000, 20)
+    })
+
+    it('request mode with slot reuse: two instances sharing one Redis never run more than limit handlers together', async () => {
+      const stats = new Stats() // one independent count of running handlers across both instances
+      const gate = { mode: 'request' as const, limit: 3, ttl: 20_000, logger: recordingLogger() }
+      const instanceStore = () => redisStore({ client: redis.client(), prefix: `t${adapter}r` })
+      const a = await start({ stats, gate: { ...gate, store: instanceStore() } })
+      const b = await start({ stats, gate: { ...gate, store: instanceStore() } })
+      const [ra, rb] = await Promise.all([storm(a.url, '/work?ms=30', 300, 0.2), storm(b.url, '/work?ms=30', 300, 0.2)])
+      expect(ra.other + ra.errors + rb.other + rb.errors).toBe(0)
+      expect(ra.ok + rb.ok).toBeGreaterThan(0)
+      expect(ra.busy + rb.busy).toBeGreaterThan(0)
+      expect(stats.max).toBe(3)
+      await stats.idle()
+      const checker = instanceStore()
+      await until(async () => (await held(checker)) === 0, 5000)
     })
 
     it('with Redis down, decides each request within storeTimeout (+ margin), fail-open or fail-closed, logs once, and recovers by itself', async () => {

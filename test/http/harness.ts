@@ -54,6 +54,8 @@ export interface AppSetup {
   checkout?: GateOptions<any> & { name: string }
   /** Fastify trustProxy / Express 'trust proxy'. */
   trustProxy?: boolean
+  /** Share one record of what the handlers saw between several apps (instances). */
+  stats?: Stats
 }
 
 export interface TestApp {
@@ -76,7 +78,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * - `GET /kind` answers the decision kind.
  */
 export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Promise<TestApp> {
-  const stats = new Stats()
+  const stats = setup.stats ?? new Stats()
   let hangs: (() => void)[] = []
   const hang = (): Promise<void> => new Promise((r) => hangs.push(r))
   const unhang = (): void => {
