@@ -21,8 +21,15 @@ export interface GateQueueOptions {
   maxLength?: number
   /** A visitor whose page stopped polling for this long loses its place. Default 30,000. */
   idleTimeout?: number
-  /** A freed slot is kept this long for the head of the line; a head that does not come is skipped. Default 10,000. */
+  /** A freed slot is kept this long for the visitor whose turn it is; one that does not come loses its place. Default 10,000. */
   claimWindow?: number
+  /**
+   * A new place counts for admission only once the visitor's page (or client) comes back within
+   * this long; until then no freed slot waits for it, and it is dropped after this long, so
+   * clients that keep no cookies never stall the line. Default: 3 x pollInterval, at least 5,000,
+   * at most idleTimeout.
+   */
+  confirmTimeout?: number
   /**
    * How often the waiting page polls while visible (jittered 0.75x..1.25x), and the `Retry-After`
    * of a queued answer. Default 2,000. Must leave room for a poll within `claimWindow` and `idleTimeout`.
@@ -32,7 +39,7 @@ export interface GateQueueOptions {
   page?: WaitingPage
 }
 
-const QUEUE_KEYS = ['order', 'maxLength', 'idleTimeout', 'claimWindow', 'pollInterval', 'page'] as const
+const QUEUE_KEYS = ['order', 'maxLength', 'idleTimeout', 'claimWindow', 'confirmTimeout', 'pollInterval', 'page'] as const
 
 /** Where a queued visitor stands, as the gate reports it (`eta` in seconds). */
 export interface LinePlace {
@@ -75,6 +82,16 @@ export class GateLine {
           `pollInterval below claimWindow / 1.25 and idleTimeout / 2.5`,
       )
     }
+    const confirmTimeout = duration(
+      'queue.confirmTimeout',
+      q.confirmTimeout ?? Math.min(idleTimeout, Math.max(5_000, this.pollInterval * 3)),
+    )
+    if (confirmTimeout <= this.pollInterval * 1.25 || confirmTimeout > idleTimeout) {
+      optionError(
+        `queue.confirmTimeout must be above 1.25x pollInterval (${this.pollInterval}) and at most ` +
+          `queue.idleTimeout (${idleTimeout}), got ${confirmTimeout}: a new visitor's first poll must come in time`,
+      )
+    }
     this.keepAliveInterval = Math.max(this.pollInterval, Math.floor(Math.min(claimWindow / 1.25, idleTimeout / 2.5)))
     if (q.page !== undefined && typeof q.page !== 'function') {
       optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${describe(q.page)}`)
@@ -89,6 +106,7 @@ export class GateLine {
       maxLength,
       idleTimeout,
       claimWindow,
+      confirmTimeout,
     })
     this.ticketCookieName = settings.ticketCookieName
     this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })

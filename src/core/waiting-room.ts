@@ -30,9 +30,9 @@ export interface WaitingRoomOptions {
   /** Where slots and the line live. Default: the process-wide memory store. Use Redis across processes. */
   store?: Store
   /**
-   * `'fifo'` (default): admitted in order of arrival. `'random'`: a lottery, each admission picks
-   * uniformly among the visitors waiting at that moment (positions are then the current draw order,
-   * and newcomers may draw a place in front).
+   * `'fifo'` (default): admitted in order of arrival. `'random'`: a lottery, each admission draws
+   * uniformly among the visitors waiting at that moment (positions then only tell the order of
+   * arrival, not of admission).
    */
   order?: 'fifo' | 'random'
   /** The line takes at most this many visitors; beyond it `enter` answers `full`. 0: no cap. Default 100,000. */
@@ -43,11 +43,21 @@ export interface WaitingRoomOptions {
    */
   idleTimeout?: number
   /**
-   * When a slot frees, it is reserved this long for the head of the line; newcomers and later
-   * waiters cannot take it meanwhile. A head that does not come to claim it in time is skipped.
-   * Default 10,000. Keep it above your visitors' poll interval.
+   * When slots free, they are reserved for the next visitors in line (as many as fit), each for
+   * this long; newcomers and later waiters cannot take them meanwhile. A visitor that does not come
+   * to claim its slot in time loses its place. Default 10,000. Keep it above your visitors' poll
+   * interval.
    */
   claimWindow?: number
+  /**
+   * A new place counts for admission only once the visitor comes back (calls `enter`, `poll` or
+   * `getPosition` again) within this long; until then it keeps its place in line but no room is
+   * reserved for it, and it is dropped after this long. Set it when visitors come through HTTP
+   * (the gate's `queue` does): clients that keep no cookies take a new place on every request and
+   * never come back, and would otherwise hold freed room for a whole `claimWindow` each.
+   * Default 0: a place counts at once.
+   */
+  confirmTimeout?: number
   /**
    * How often `withAdmitted` re-checks the line when no wake-up message arrives (its safety net and
    * its sign of life). Default: the smallest of 1000, `idleTimeout / 3` and `claimWindow / 2`.
@@ -74,7 +84,7 @@ export interface Admitted {
 /** The visitor waits in line. */
 export interface Queued {
   status: 'queued'
-  /** 1-based place in line (in `'random'` order: the place in the current draw). */
+  /** 1-based place in line, by arrival (in `'random'` order admission is drawn, so it says less). */
   position: number
   /** How many visitors are in line, this one included. */
   waiting: number
@@ -207,7 +217,7 @@ class AdmittedLease implements Lease {
  *
  * Every call is one store round trip (one Lua script on Redis) and O(log n) in the line's length.
  * A visitor keeps its place by calling `enter`, `getPosition` or `poll` at least every
- * `idleTimeout`; when a slot frees, it is reserved for the head for `claimWindow`.
+ * `idleTimeout`; when slots free, they are reserved for the next visitors for `claimWindow`.
  */
 export class WaitingRoom {
   readonly name: string
@@ -218,6 +228,7 @@ export class WaitingRoom {
   readonly maxLength: number
   readonly idleTimeout: number
   readonly claimWindow: number
+  readonly confirmTimeout: number
   readonly pollInterval: number
   private readonly sem: Semaphore
   private readonly line: QueueRequest
@@ -236,6 +247,7 @@ export class WaitingRoom {
       'maxLength',
       'idleTimeout',
       'claimWindow',
+      'confirmTimeout',
       'pollInterval',
     ])
     this.name = safeName('name', options.name)
@@ -245,6 +257,10 @@ export class WaitingRoom {
     this.maxLength = nonNegativeInteger('maxLength', options.maxLength ?? 100_000)
     this.idleTimeout = duration('idleTimeout', options.idleTimeout ?? 30_000)
     this.claimWindow = duration('claimWindow', options.claimWindow ?? 10_000)
+    this.confirmTimeout = nonNegativeInteger('confirmTimeout', options.confirmTimeout ?? 0)
+    if (this.confirmTimeout > this.idleTimeout) {
+      optionError(`confirmTimeout must be at most idleTimeout (${this.idleTimeout}), got ${this.confirmTimeout}`)
+    }
     const fallbackPoll = Math.max(1, Math.min(1000, Math.floor(this.idleTimeout / 3), Math.floor(this.claimWindow / 2)))
     this.pollInterval = duration('pollInterval', options.pollInterval ?? fallbackPoll)
     if (this.pollInterval >= this.idleTimeout) {
@@ -260,13 +276,14 @@ export class WaitingRoom {
       idleTimeout: this.idleTimeout,
       claimWindow: this.claimWindow,
       maxLength: this.maxLength,
+      confirmTimeout: this.confirmTimeout,
     }
     this.poller = { ...this.line, admit: false }
   }
 
   /**
-   * Takes a slot if this visitor may have one now (the line is empty and a slot is free, or the
-   * visitor is the head of the line), else takes a place at the back of the line, or keeps its
+   * Takes a slot if this visitor may have one now (the line is empty and a slot is free, or a slot
+   * is reserved for the visitor), else takes a place at the back of the line, or keeps its
    * place if it already has one. Idempotent: entering again never gives a second place, and an
    * admitted visitor gets its live lease back. Also a sign of life.
    *

@@ -9,13 +9,15 @@
  *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
  *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
  *  3 `:f`  fencing counter (INCR; kept FENCE_KEEP_MS after last use so fences stay monotonic)
- *  4 `:q`  sorted set, the line: waiter token -> arrival number (fifo) or random score (lottery)
- *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
- *  6 `:qm` hash, waiter token -> "weight,claimWindow"
- *  7 `:r`  hash, the head's reservation: id, until
+ *  4 `:q`  sorted set, the line (confirmed places): waiter token -> arrival number
+ *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again (`:q` and `:u`)
+ *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
+ *          `#o` = the line's order ('f' fifo, 'r' random)
+ *  7 `:r`  sorted set, reservations: waiter token -> time the room held for it lapses
  *  8 `:n`  arrival counter of the line
  *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
+ * 11 `:u`  sorted set, new places not yet confirmed: waiter token -> arrival number
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
  * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
@@ -26,7 +28,7 @@
  */
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x'] as const
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'u'] as const
 
 export const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
 export const ADMISSION_WINDOW_MS = 60_000
@@ -36,7 +38,7 @@ export const RELEASED_KEEP_MS = 3_600_000
 const KEY_SLACK_MS = 60_000
 
 const PRELUDE = `
-local H, M, F, Q, S, QM, R, N, A, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local H, M, F, Q, S, QM, R, N, A, X, U = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -87,20 +89,31 @@ local function ensure_ttl(now, exp, far)
   return now + keep
 end
 
+-- The next fencing number; the counter lives FENCE_KEEP_MS past its last use (set once per call).
+local fence_kept = false
 local function next_fence()
   local fence = redis.call('INCR', F)
-  if fence % 100 == 1 then redis.call('PEXPIRE', F, ${FENCE_KEEP_MS}) end
+  if not fence_kept then
+    redis.call('PEXPIRE', F, ${FENCE_KEEP_MS})
+    fence_kept = true
+  end
   return fence
 end
 
-local function remove_waiter(id)
-  redis.call('ZREM', Q, id)
-  redis.call('ZREM', S, id)
-  redis.call('HDEL', QM, id)
-  if redis.call('HGET', R, 'id') == id then redis.call('DEL', R) end
+local function waiter_meta(id)
+  local w, cw = string.match(redis.call('HGET', QM, id) or '1,0', '^(%d+),(%d+)$')
+  return tonumber(w), tonumber(cw)
 end
 
--- Waiters not seen for their idle timeout lose their place.
+local function remove_waiter(id)
+  if redis.call('ZREM', R, id) == 1 then redis.call('HINCRBY', QM, '#rw', -waiter_meta(id)) end
+  redis.call('ZREM', Q, id)
+  redis.call('ZREM', U, id)
+  redis.call('ZREM', S, id)
+  redis.call('HDEL', QM, id)
+end
+
+-- Waiters not seen for their idle (or confirm) timeout lose their place.
 local function purge_waiters(now)
   local idle = redis.call('ZRANGEBYSCORE', S, '-inf', now, 'LIMIT', 0, 500)
   for i = 1, #idle do remove_waiter(idle[i]) end
@@ -112,50 +125,113 @@ local function next_expiry()
   return -1
 end
 
--- Keeps the line's keys alive as long as its last waiter's deadline.
+-- Keeps the line's keys alive as long as its last deadline or reservation.
 local function expire_line(now)
   local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
   if last[2] then
     local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
-    local until_ = tonumber(redis.call('HGET', R, 'until') or '0')
-    if until_ - now + ${KEY_SLACK_MS} > keep then keep = until_ - now + ${KEY_SLACK_MS} end
-    redis.call('PEXPIRE', Q, keep)
-    redis.call('PEXPIRE', S, keep)
-    redis.call('PEXPIRE', QM, keep)
-    redis.call('PEXPIRE', R, keep)
-    redis.call('PEXPIRE', N, keep)
+    local held = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+    if held[2] and tonumber(held[2]) - now + ${KEY_SLACK_MS} > keep then keep = tonumber(held[2]) - now + ${KEY_SLACK_MS} end
+    for _, key in ipairs({Q, S, QM, R, N, U}) do redis.call('PEXPIRE', key, keep) end
   else
-    redis.call('DEL', Q, S, QM, R, N)
+    redis.call('DEL', Q, S, QM, R, N, U)
   end
 end
 
--- The head's id when it may take a slot now (the room is reserved for it), else false.
-local function settle_head(now, limit, u)
+-- Calls visit(id) for the waiters of the line in arrival order, in pages, until it returns true.
+local function each_waiter(visit)
+  local from = 0
   while true do
-    local first = redis.call('ZRANGE', Q, 0, 0)
-    local head = first[1]
-    if not head then
-      redis.call('DEL', R)
-      return false
+    local page = redis.call('ZRANGE', Q, from, from + 31)
+    for i = 1, #page do
+      if visit(page[i]) then return end
     end
-    local w, cw = string.match(redis.call('HGET', QM, head) or '1,0', '^(%d+),(%d+)$')
-    if u + tonumber(w) > limit then
-      redis.call('DEL', R)
-      return false
-    end
-    if redis.call('HGET', R, 'id') ~= head then
-      redis.call('HSET', R, 'id', head, 'until', now + tonumber(cw))
-      return head
-    end
-    if tonumber(redis.call('HGET', R, 'until')) > now then return head end
-    remove_waiter(head) -- did not claim within its window: skip it
+    if #page < 32 then return end
+    from = from + 32
   end
 end
 
--- Tells waiting processes the head may retry (best effort).
+-- The first waiter without a reservation (the one to wake when room may have appeared), or nil.
+local function first_open()
+  local found = nil
+  each_waiter(function(id)
+    if redis.call('ZSCORE', R, id) then return false end
+    found = id
+    return true
+  end)
+  return found
+end
+
+-- A waiter without a reservation drawn uniformly among the open ones; x is a Park-Miller state.
+local function draw_open(x, n, open)
+  if open * 2 >= n then
+    while true do
+      x = (x * 16807) % 2147483647
+      local id = redis.call('ZRANGE', Q, math.floor(x / 2147483647 * n), math.floor(x / 2147483647 * n))[1]
+      if not redis.call('ZSCORE', R, id) then return id, x end
+    end
+  end
+  -- Mostly reserved (so n < 2 * limit): list the open ones.
+  local list = {}
+  each_waiter(function(id)
+    if not redis.call('ZSCORE', R, id) then list[#list + 1] = id end
+    return false
+  end)
+  x = (x * 16807) % 2147483647
+  return list[math.floor(x / 2147483647 * #list) + 1], x
+end
+
+-- Settles the line: waiters whose reservation lapsed lose their place; free room is then reserved
+-- for the next waiters (arrival order, or drawn at random), as many as fit, each for its claim
+-- window. A waiter that does not fit ends the round (nobody overtakes it). Returns the ids reserved.
+local function settle(now, limit, u, seed)
+  local lapsed = redis.call('ZRANGEBYSCORE', R, '-inf', now)
+  for i = 1, #lapsed do remove_waiter(lapsed[i]) end
+  local fresh = {}
+  local free = limit - u - tonumber(redis.call('HGET', QM, '#rw') or '0')
+  if free <= 0 then return fresh end
+  local n = redis.call('ZCARD', Q)
+  local open = n - redis.call('ZCARD', R)
+  if open <= 0 then return fresh end
+  local function reserve(id)
+    local w, cw = waiter_meta(id)
+    if w > free then return false end
+    redis.call('ZADD', R, now + cw, id)
+    redis.call('HINCRBY', QM, '#rw', w)
+    free = free - w
+    open = open - 1
+    fresh[#fresh + 1] = id
+    return true
+  end
+  if redis.call('HGET', QM, '#o') == 'r' then
+    local x = seed
+    while free > 0 and open > 0 do
+      local id
+      id, x = draw_open(x, n, open)
+      if not reserve(id) then break end
+    end
+  else
+    each_waiter(function(id)
+      if redis.call('ZSCORE', R, id) then return false end
+      return not reserve(id) or free <= 0
+    end)
+  end
+  return fresh
+end
+
+-- Tells waiting processes that room may be theirs (best effort).
 local function wake(channel)
-  local first = redis.call('ZRANGE', Q, 0, 0)
-  if first[1] then redis.call('PUBLISH', channel, first[1]) end
+  local id = first_open()
+  if id then redis.call('PUBLISH', channel, id) end
+end
+
+-- Recent admissions from the line and the span they cover, for an ETA.
+local function admissions(now)
+  redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
+  local first = redis.call('ZRANGE', A, 0, 0, 'WITHSCORES')
+  local window = 0
+  if first[2] then window = now - tonumber(first[2]) end
+  return redis.call('ZCARD', A), window
 end
 
 -- Remembers a release for leaseState (call expire_released once after).
@@ -174,8 +250,9 @@ end
 `
 
 /**
- * ARGV: token, limit, ttl, weight, queued (0/1), idleTimeout, claimWindow, maxLength,
- * randomScore ('' for fifo), mayAdmit (0/1), channel.
+ * ARGV: token, limit, ttl, weight, queued (0/1), idleTimeout, claimWindow, maxLength, order ('f' or
+ * 'r'), mayAdmit (0/1), channel, confirmTimeout (0: a new place counts at once), seed (1..2^31-2,
+ * for random draws).
  * Returns {1, fence, expiresAt, now} | {0, now, nextExpiry} | {2, position, waiting, now, nextExpiry,
  * admitted, windowMs} | {3, waiting, now} | {4, now}.
  */
@@ -183,17 +260,19 @@ export const ACQUIRE = `${PRELUDE}
 local token, limit, ttl, weight = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local queued = ARGV[5] == '1'
 local idle, claim, maxlen = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local score, may_admit, channel = ARGV[9], ARGV[10] == '1', ARGV[11]
+local order, may_admit, channel = ARGV[9], ARGV[10] == '1', ARGV[11]
+local confirm, seed = tonumber(ARGV[12]), tonumber(ARGV[13])
 local now = now_ms()
 local u, far = load_used()
 u = purge_holders(now, u)
 if u == 0 then far = 0 end
 local length = redis.call('ZCARD', Q)
 
--- A new slot for token (already added to :h by the caller). from_line: the head of the line takes
--- its slot; only those admissions are recorded for the ETA: they measure how fast the line moves
--- (direct admissions while nobody waits measure arrivals).
-local function admitted(exp, from_line)
+-- A new slot for token. from_line: admitted from the line; only those admissions are recorded for
+-- the ETA: they measure how fast the line moves (direct admissions while nobody waits measure arrivals).
+local function admitted(from_line)
+  local exp = now + ttl
+  redis.call('ZADD', H, exp, token)
   local fence = next_fence()
   u = u + weight
   redis.call('HSET', M, token, weight .. ',' .. fence, '#used', u)
@@ -207,9 +286,10 @@ local function admitted(exp, from_line)
 end
 
 -- Fast path: nobody in line and room free.
-if length == 0 and may_admit and u + weight <= limit then
-  local exp = now + ttl
-  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(exp, false) end
+if length == 0 and may_admit and u + weight <= limit and not redis.call('ZSCORE', H, token) then
+  -- A new place not confirmed yet is not needed any more.
+  if queued and redis.call('ZSCORE', U, token) then remove_waiter(token) end
+  return admitted(false)
 end
 
 local held = redis.call('ZSCORE', H, token)
@@ -217,56 +297,88 @@ if held then
   local _, fence = parse_meta(redis.call('HGET', M, token))
   return {1, fence, tonumber(held), now}
 end
+if length == 0 and not queued then return {0, now, next_expiry()} end
 
-local function in_line(id)
-  local rank = redis.call('ZRANK', Q, id)
-  redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
-  local first = redis.call('ZRANGE', A, 0, 0, 'WITHSCORES')
-  local window = 0
-  if first[2] then window = now - tonumber(first[2]) end
-  expire_line(now)
-  return {2, rank + 1, redis.call('ZCARD', Q), now, next_expiry(), redis.call('ZCARD', A), window}
-end
-
-local head = false
+purge_waiters(now)
 local mine = false
-if length > 0 then
-  purge_waiters(now)
-  mine = redis.call('ZSCORE', Q, token)
-  if mine and queued then redis.call('ZADD', S, now + idle, token) end
-  head = settle_head(now, limit, u)
-  -- settle_head may have just skipped the caller itself (its claim window ran out): it is no
-  -- longer in line, and is treated as a newcomer (a poll reads absent).
-  if mine and not redis.call('ZSCORE', Q, token) then mine = false end
-  length = redis.call('ZCARD', Q)
+if queued then
+  if redis.call('ZSCORE', Q, token) then
+    mine = true
+  else
+    local seq = redis.call('ZSCORE', U, token)
+    if seq then -- came back: the place counts now, in its arrival order
+      redis.call('ZREM', U, token)
+      redis.call('ZADD', Q, seq, token)
+      mine = true
+    end
+  end
+  if mine then redis.call('ZADD', S, now + idle, token) end
 end
 
+-- Settles the line; admits the caller when room is reserved for it. Wakes the others reserved now.
+local function settle_and_claim()
+  local fresh = settle(now, limit, u, seed)
+  for i = 1, #fresh do
+    if fresh[i] ~= token then redis.call('PUBLISH', channel, fresh[i]) end
+  end
+  if may_admit and redis.call('ZSCORE', R, token) then
+    remove_waiter(token)
+    return admitted(true)
+  end
+  return nil
+end
+
+-- The caller's place: everyone who arrived before it, confirmed or not, and itself.
+local function in_line()
+  local seq = redis.call('ZSCORE', Q, token) or redis.call('ZSCORE', U, token)
+  local position = redis.call('ZCOUNT', Q, '-inf', seq) + redis.call('ZCOUNT', U, '-inf', seq)
+  local adm, window = admissions(now)
+  return {2, position, redis.call('ZCARD', Q) + redis.call('ZCARD', U), now, next_expiry(), adm, window}
+end
+
+local result
+length = redis.call('ZCARD', Q)
 if length == 0 then
   if may_admit and u + weight <= limit then
-    local exp = now + ttl
-    redis.call('ZADD', H, exp, token)
-    return admitted(exp, false)
+    if queued then remove_waiter(token) end
+    result = admitted(false)
   end
-elseif head == token and may_admit then
-  remove_waiter(token)
-  local exp = now + ttl
-  redis.call('ZADD', H, exp, token)
-  local result = admitted(exp, true)
-  settle_head(now, limit, u)
-  expire_line(now)
-  wake(channel)
-  return result
+else
+  result = settle_and_claim()
+  -- settle may have just skipped the caller itself (its reservation lapsed): it is no longer in
+  -- line, and is treated as a newcomer (a poll reads absent).
+  if mine and not redis.call('ZSCORE', Q, token) then mine = false end
 end
 
-if mine then return in_line(token) end
-if not queued then return {0, now, next_expiry()} end
-if not may_admit then return {4, now} end
-if maxlen > 0 and length >= maxlen then return {3, length, now} end
-if score == '' then score = redis.call('INCR', N) end
-redis.call('ZADD', Q, score, token)
-redis.call('ZADD', S, now + idle, token)
-redis.call('HSET', QM, token, weight .. ',' .. claim)
-return in_line(token)
+if not result then
+  if mine then
+    result = in_line()
+  elseif not queued then
+    result = {0, now, next_expiry()}
+  elseif not may_admit then
+    result = {4, now}
+  else
+    length = redis.call('ZCARD', Q) + redis.call('ZCARD', U)
+    if maxlen > 0 and length >= maxlen then
+      result = {3, length, now}
+    else
+      local seq = redis.call('INCR', N)
+      redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
+      if confirm > 0 then
+        -- Held aside until the waiter comes back: it has its place, but no room is reserved for it.
+        redis.call('ZADD', U, seq, token)
+        redis.call('ZADD', S, now + confirm, token)
+        result = in_line()
+      else
+        redis.call('ZADD', Q, seq, token)
+        redis.call('ZADD', S, now + idle, token)
+        result = settle_and_claim() or in_line()
+      end
+    end
+  end
+end
+expire_line(now)
+return result
 `
 
 /** ARGV: token, ttl. Returns {1, expiresAt, fence} | {0}. */
@@ -305,11 +417,11 @@ return 1
 export const LEAVE = `${PRELUDE}
 local token, channel = ARGV[1], ARGV[2]
 local now = now_ms()
-local first = redis.call('ZRANGE', Q, 0, 0)
-if not redis.call('ZSCORE', Q, token) then return 0 end
+if not (redis.call('ZSCORE', Q, token) or redis.call('ZSCORE', U, token)) then return 0 end
+local reserved = redis.call('ZSCORE', R, token)
 remove_waiter(token)
 expire_line(now)
-if first[1] == token then wake(channel) end
+if reserved then wake(channel) end
 return 1
 `
 
@@ -332,7 +444,7 @@ local now = now_ms()
 local u = purge_holders(now, load_used())
 purge_waiters(now)
 expire_line(now)
-return {u, redis.call('ZCARD', Q)}
+return {u, redis.call('ZCARD', Q) + redis.call('ZCARD', U)}
 `
 
 /** ARGV: channel. Returns how many slots were dropped. */

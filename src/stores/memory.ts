@@ -22,29 +22,48 @@ interface Holder {
 
 interface Waiter {
   id: string
-  score: number
+  /** Arrival number: the line is ordered by it, in both orders. */
+  seq: number
   weight: number
   claimWindow: number
   /** Loses its place at this time unless seen again. */
   deadline: number
+  /** Came back at least once (or needed no confirmation); only confirmed waiters are in `line`. */
+  confirmed: boolean
+  /** The timeout its deadline was set from (the `seen` bucket it is in). */
+  timeout: number
 }
 
 /** One semaphore's state. Dropped from the store when empty. */
 class Semaphore {
   readonly holders = new Map<string, Holder>()
   used = 0
-  /** The line, sorted by (score, id) like a Redis sorted set. */
+  /** Confirmed waiters in arrival order. */
   readonly line: Waiter[] = []
+  /** Places taken but not confirmed yet (the visitor has not come back), in arrival order. */
+  readonly unconfirmed: Waiter[] = []
   readonly waiters = new Map<string, Waiter>()
-  /** Waiter ids in order of last sign of life (re-inserted on each touch). */
-  readonly seen = new Map<string, true>()
-  reservation: { id: string; until: number } | null = null
+  /**
+   * Waiter ids by the timeout of their deadline, each bucket in order of last sign of life (so each
+   * bucket's deadlines increase, and eviction stops at the first live one).
+   */
+  readonly seen = new Map<number, Map<string, true>>()
+  /** Room held for waiters, by id: the time the reservation lapses. */
+  readonly reserved = new Map<string, number>()
+  reservedWeight = 0
+  /** How the line admits: set by the last waiter that joined. */
+  order: 'fifo' | 'random' = 'fifo'
   seq = 0
   readonly admissions: number[] = []
   readonly released = new Map<string, number>()
 
   get empty(): boolean {
-    return this.holders.size === 0 && this.line.length === 0 && this.released.size === 0 && this.admissions.length === 0
+    return (
+      this.holders.size === 0 &&
+      this.waiters.size === 0 &&
+      this.released.size === 0 &&
+      this.admissions.length === 0
+    )
   }
 
   purgeHolders(now: number): void {
@@ -61,10 +80,12 @@ class Semaphore {
   }
 
   purgeWaiters(now: number): void {
-    for (const id of this.seen.keys()) {
-      const w = this.waiters.get(id)
-      if (w && w.deadline > now) break
-      this.removeWaiter(id)
+    for (const bucket of this.seen.values()) {
+      for (const id of bucket.keys()) {
+        const w = this.waiters.get(id)
+        if (w && w.deadline > now) break
+        this.removeWaiter(id)
+      }
     }
   }
 
@@ -74,54 +95,112 @@ class Semaphore {
     return next
   }
 
-  rank(w: Waiter): number {
+  /** Waiters of `list` (ordered by arrival) who arrived before `seq`. */
+  static before(list: readonly Waiter[], seq: number): number {
     let lo = 0
-    let hi = this.line.length
+    let hi = list.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (compare(this.line[mid]!, w) < 0) lo = mid + 1
+      if (list[mid]!.seq < seq) lo = mid + 1
       else hi = mid
     }
     return lo
   }
 
-  addWaiter(w: Waiter): void {
-    this.waiters.set(w.id, w)
-    this.line.splice(this.rank(w), 0, w)
-    this.seen.set(w.id, true)
+  /** Everyone in line, confirmed or not. */
+  get waiting(): number {
+    return this.line.length + this.unconfirmed.length
   }
 
-  touchWaiter(w: Waiter, deadline: number): void {
-    w.deadline = deadline
-    this.seen.delete(w.id)
-    this.seen.set(w.id, true)
+  /** 1-based place of `w` among everyone in line. */
+  position(w: Waiter): number {
+    return Semaphore.before(this.line, w.seq) + Semaphore.before(this.unconfirmed, w.seq) + 1
+  }
+
+  private listOf(w: Waiter): Waiter[] {
+    return w.confirmed ? this.line : this.unconfirmed
+  }
+
+  addWaiter(w: Waiter): void {
+    this.waiters.set(w.id, w)
+    const list = this.listOf(w)
+    list.splice(Semaphore.before(list, w.seq), 0, w)
+    this.markSeen(w)
+  }
+
+  /** A sign of life: a new deadline, and an unconfirmed place becomes a place in line. */
+  touchWaiter(w: Waiter, now: number, timeout: number): void {
+    this.seen.get(w.timeout)?.delete(w.id)
+    w.deadline = now + timeout
+    w.timeout = timeout
+    if (!w.confirmed) {
+      this.unconfirmed.splice(Semaphore.before(this.unconfirmed, w.seq), 1)
+      w.confirmed = true
+      this.line.splice(Semaphore.before(this.line, w.seq), 0, w)
+    }
+    this.markSeen(w)
+  }
+
+  private markSeen(w: Waiter): void {
+    let bucket = this.seen.get(w.timeout)
+    if (!bucket) {
+      bucket = new Map()
+      this.seen.set(w.timeout, bucket)
+    }
+    bucket.set(w.id, true)
   }
 
   removeWaiter(id: string): boolean {
     const w = this.waiters.get(id)
-    this.seen.delete(id)
     if (!w) return false
     this.waiters.delete(id)
-    this.line.splice(this.rank(w), 1)
-    if (this.reservation?.id === id) this.reservation = null
+    const bucket = this.seen.get(w.timeout)
+    bucket?.delete(id)
+    if (bucket?.size === 0) this.seen.delete(w.timeout)
+    const list = this.listOf(w)
+    list.splice(Semaphore.before(list, w.seq), 1)
+    if (this.reserved.delete(id)) this.reservedWeight -= w.weight
     return true
   }
 
-  /** The head's id when it may take a slot now (the room is reserved for it), else null. */
-  settleHead(now: number, limit: number): string | null {
-    for (;;) {
-      const head = this.line[0]
-      if (!head || this.used + head.weight > limit) {
-        this.reservation = null
-        return null
-      }
-      if (this.reservation?.id !== head.id) {
-        this.reservation = { id: head.id, until: now + head.claimWindow }
-        return head.id
-      }
-      if (this.reservation.until > now) return head.id
-      this.removeWaiter(head.id) // did not claim in time: skip it
+  /**
+   * Settles the line: waiters whose reservation lapsed lose their place; then room not yet held
+   * for anyone is reserved for the next waiters (in arrival order, or drawn at random), as many as
+   * fit, each for its claim window. A waiter that does not fit stops the round: nobody overtakes it.
+   * Returns the ids reserved now.
+   */
+  settle(now: number, limit: number): string[] {
+    for (const [id, until] of this.reserved) if (until <= now) this.removeWaiter(id)
+    let free = limit - this.used - this.reservedWeight
+    const fresh: string[] = []
+    let open = this.line.length - this.reserved.size
+    while (free > 0 && open > 0) {
+      const w = this.order === 'random' ? this.draw(open) : this.line.find((x) => !this.reserved.has(x.id))!
+      if (w.weight > free) break
+      this.reserved.set(w.id, now + w.claimWindow)
+      this.reservedWeight += w.weight
+      free -= w.weight
+      open--
+      fresh.push(w.id)
     }
+    return fresh
+  }
+
+  /** A waiter drawn uniformly among the `open` ones holding no reservation. */
+  private draw(open: number): Waiter {
+    if (open * 2 >= this.line.length) {
+      for (;;) {
+        const w = this.line[Math.floor(Math.random() * this.line.length)]!
+        if (!this.reserved.has(w.id)) return w
+      }
+    }
+    const candidates = this.line.filter((x) => !this.reserved.has(x.id))
+    return candidates[Math.floor(Math.random() * candidates.length)]!
+  }
+
+  /** The first waiter holding no reservation: the one to wake when room may have appeared. */
+  firstOpen(): string | undefined {
+    return this.line.find((x) => !this.reserved.has(x.id))?.id
   }
 
   admissionsIn(now: number): { admitted: number; windowMs: number } {
@@ -129,11 +208,6 @@ class Semaphore {
     const first = this.admissions[0]
     return { admitted: this.admissions.length, windowMs: first === undefined ? 0 : now - first }
   }
-}
-
-function compare(a: Waiter, b: Waiter): number {
-  if (a.score !== b.score) return a.score - b.score
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 }
 
 /**
@@ -172,14 +246,14 @@ export class MemoryStore implements Store {
     if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the memory store was closed')
   }
 
-  private wake(name: string, s: Semaphore): void {
-    const head = s.line[0]
-    if (!head) return
+  /** Tells subscribers of `name` that room may be theirs (asynchronously, like a pub/sub message). */
+  private wake(name: string, ids: readonly (string | undefined)[]): void {
     const set = this.listeners.get(name)
     if (!set) return
-    // Deliver asynchronously, like a pub/sub message, so callers never re-enter the store.
+    const targets = ids.filter((id): id is string => id !== undefined)
+    if (targets.length === 0) return
     queueMicrotask(() => {
-      for (const listener of set) listener(head.id)
+      for (const id of targets) for (const listener of set) listener(id)
     })
   }
 
@@ -193,36 +267,42 @@ export class MemoryStore implements Store {
       const held = s.holders.get(req.token)
       if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
 
-      let mine = s.waiters.get(req.token)
-      if (mine && q) s.touchWaiter(mine, now + q.idleTimeout)
       const mayAdmit = q?.admit !== false
-      const head = s.settleHead(now, req.limit)
-      // settleHead may have just skipped the caller itself (its claim window ran out): it is no
-      // longer in line, and is treated as a newcomer (a poll reads absent).
-      if (mine && s.waiters.get(req.token) !== mine) mine = undefined
-
+      let mine = s.waiters.get(req.token)
+      if (mine && q) s.touchWaiter(mine, now, q.idleTimeout) // a sign of life; confirms a new place
       if (s.line.length === 0) {
-        if (mayAdmit && s.used + req.weight <= req.limit) return this.admit(name, s, req, now, false)
-      } else if (head === req.token && mayAdmit) {
-        s.removeWaiter(req.token)
-        const result = this.admit(name, s, req, now, true)
-        s.settleHead(now, req.limit)
-        this.wake(name, s)
-        return result
+        if (mayAdmit && s.used + req.weight <= req.limit) {
+          if (mine) s.removeWaiter(mine.id)
+          return this.admit(s, name, req, now, false)
+        }
+      } else {
+        const claimed = this.settleFor(s, name, req, now, mayAdmit)
+        if (claimed) return claimed
+        // settle may have just skipped the caller itself (its reservation lapsed): it is no longer
+        // in line, and is treated as a newcomer (a poll reads absent).
+        if (mine && s.waiters.get(req.token) !== mine) mine = undefined
       }
 
       if (mine) return this.queued(s, mine, now)
       if (!q) return { status: 'busy', now, nextExpiry: s.nextExpiry() }
       if (!mayAdmit) return { status: 'absent', now }
-      if (q.maxLength > 0 && s.line.length >= q.maxLength) return { status: 'full', waiting: s.line.length, now }
+      if (q.maxLength > 0 && s.waiting >= q.maxLength) return { status: 'full', waiting: s.waiting, now }
+      const confirmTimeout = q.confirmTimeout ?? 0
       const waiter: Waiter = {
         id: req.token,
-        score: q.order === 'random' ? Math.random() : ++s.seq,
+        seq: ++s.seq,
         weight: req.weight,
         claimWindow: q.claimWindow,
-        deadline: now + q.idleTimeout,
+        deadline: now + (confirmTimeout > 0 ? confirmTimeout : q.idleTimeout),
+        confirmed: confirmTimeout <= 0,
+        timeout: confirmTimeout > 0 ? confirmTimeout : q.idleTimeout,
       }
+      s.order = q.order
       s.addWaiter(waiter)
+      if (waiter.confirmed) {
+        const claimed = this.settleFor(s, name, req, now, mayAdmit)
+        if (claimed) return claimed
+      }
       return this.queued(s, waiter, now)
     } finally {
       this.tidy(name, s)
@@ -230,10 +310,25 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * `fromLine`: the head of the line takes its slot. Only those admissions are recorded for the
-   * ETA: they measure how fast the line moves (direct admissions while nobody waits measure arrivals).
+   * Settles the line and, when room is now reserved for the caller, admits it from the line.
+   * Wakes the other waiters reserved now.
    */
-  private admit(name: string, s: Semaphore, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
+  private settleFor(s: Semaphore, name: string, req: AcquireRequest, now: number, mayAdmit: boolean): AcquireResult | undefined {
+    const fresh = s.settle(now, req.limit)
+    if (mayAdmit && s.reserved.has(req.token)) {
+      s.removeWaiter(req.token)
+      this.wake(name, fresh.filter((id) => id !== req.token))
+      return this.admit(s, name, req, now, true)
+    }
+    this.wake(name, fresh)
+    return undefined
+  }
+
+  /**
+   * `fromLine`: admitted from the line. Only those admissions are recorded for the ETA: they
+   * measure how fast the line moves (direct admissions while nobody waits measure arrivals).
+   */
+  private admit(s: Semaphore, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
     const fence = (this.fences.get(name) ?? 0) + 1
     this.fences.set(name, fence)
     const expiresAt = now + req.ttl
@@ -243,11 +338,12 @@ export class MemoryStore implements Store {
     return { status: 'acquired', fence, expiresAt, now }
   }
 
+  /** A waiter's place among everyone in line, confirmed or not. */
   private queued(s: Semaphore, w: Waiter, now: number): AcquireResult {
     return {
       status: 'queued',
-      position: s.rank(w) + 1,
-      waiting: s.line.length,
+      position: s.position(w),
+      waiting: s.waiting,
       now,
       nextExpiry: s.nextExpiry(),
       ...s.admissionsIn(now),
@@ -279,15 +375,15 @@ export class MemoryStore implements Store {
     s.used -= h.weight
     s.released.set(token, now)
     s.purgeHolders(now)
-    this.wake(name, s)
+    this.wake(name, [s.firstOpen()])
     return true
   }
 
   async leave(name: string, token: string): Promise<boolean> {
     const s = this.sem(name)
-    const wasHead = s.line[0]?.id === token
+    const wasReserved = s.reserved.has(token)
     const left = s.removeWaiter(token)
-    if (wasHead) this.wake(name, s)
+    if (wasReserved) this.wake(name, [s.firstOpen()])
     this.tidy(name, s)
     return left
   }
@@ -306,7 +402,7 @@ export class MemoryStore implements Store {
     const now = this.now()
     s.purgeHolders(now)
     s.purgeWaiters(now)
-    const result = { held: s.used, waiting: s.line.length }
+    const result = { held: s.used, waiting: s.waiting }
     this.tidy(name, s)
     return result
   }
@@ -320,7 +416,7 @@ export class MemoryStore implements Store {
     s.holders.clear()
     s.used = 0
     s.purgeHolders(now)
-    this.wake(name, s)
+    this.wake(name, [s.firstOpen()])
     this.tidy(name, s)
     return count
   }

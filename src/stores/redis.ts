@@ -52,6 +52,8 @@ export class RedisStore implements Store {
   private subscriber: RedisClient | undefined
   private subscribing: Promise<RedisClient> | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
+  /** Channels subscribed (or being subscribed) on the subscriber connection. */
+  private readonly subscriptions = new Map<string, Promise<void>>()
   private readonly deadlines: Deadlines
   private readyWait: Promise<void> | undefined
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
@@ -142,9 +144,11 @@ export class RedisStore implements Store {
       q?.idleTimeout ?? 0,
       q?.claimWindow ?? 0,
       q?.maxLength ?? 0,
-      q?.order === 'random' ? Math.random().toFixed(12) : '',
+      q?.order === 'random' ? 'r' : 'f',
       q?.admit === false ? 0 : 1,
       this.channel(name),
+      q?.confirmTimeout ?? 0,
+      1 + Math.floor(Math.random() * 2147483646),
     )) as number[]
     switch (reply[0]) {
       case 1:
@@ -246,21 +250,38 @@ export class RedisStore implements Store {
     if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
     const channel = this.channel(name)
     let set = this.listeners.get(channel)
-    const first = !set
     if (!set) {
       set = new Set()
       this.listeners.set(channel, set)
     }
     set.add(listener)
-    const sub = await this.subscriberClient()
-    if (first) await this.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout)
-    return () => {
-      set.delete(listener)
-      if (set.size === 0 && this.listeners.get(channel) === set) {
-        this.listeners.delete(channel)
-        sub.unsubscribe(channel).catch(() => {})
+    const forget = (): void => this.forget(channel, set, listener)
+    try {
+      const sub = await this.subscriberClient()
+      // One SUBSCRIBE per channel, shared by every listener; a failed one is tried again next time.
+      let pending = this.subscriptions.get(channel)
+      if (pending === undefined) {
+        const attempt = this.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout).then(() => {})
+        this.subscriptions.set(channel, attempt)
+        attempt.catch(() => {
+          if (this.subscriptions.get(channel) === attempt) this.subscriptions.delete(channel)
+        })
+        pending = attempt
       }
+      await pending
+    } catch (err) {
+      forget()
+      throw err
     }
+    return forget
+  }
+
+  /** Drops one listener; the last one of a channel unsubscribes it. */
+  private forget(channel: string, set: Set<(headToken: string) => void>, listener: (headToken: string) => void): void {
+    set.delete(listener)
+    if (set.size > 0 || this.listeners.get(channel) !== set) return
+    this.listeners.delete(channel)
+    if (this.subscriptions.delete(channel)) this.subscriber?.unsubscribe(channel).catch(() => {})
   }
 
   /** One extra connection per store, opened on first use, for wake-up messages. */
@@ -282,6 +303,7 @@ export class RedisStore implements Store {
     if (this.closed) return
     this.closed = true
     this.listeners.clear()
+    this.subscriptions.clear()
     const sub = this.subscriber
     if (sub) {
       sub.disconnect()

@@ -14,11 +14,16 @@ export interface Store {
    * Try to take a slot for `token`, or (with `queue`) take or keep a place in line.
    *
    * - A token that already holds a live slot gets it back unchanged (idempotent).
-   * - While the line is not empty, only its head may take a slot; a caller without `queue` gets
-   *   `busy`, a caller with `queue` is placed at the back (or keeps its place).
-   * - When the head could be admitted but has not come to claim it, the room is reserved for it
-   *   for its `claimWindow`; past that, it loses its place and the next waiter is considered.
-   * - Waiters not seen for their `idleTimeout` lose their place.
+   * - While the line is not empty, only waiters for whom room is reserved may take a slot; a caller
+   *   without `queue` gets `busy`, a caller with `queue` is placed at the back (or keeps its place).
+   * - Free room is reserved for the next waiters, as many as fit (in arrival order, or drawn
+   *   uniformly at random among those waiting with `order: 'random'`), each for its `claimWindow`;
+   *   a waiter that lets its window pass loses its place. A waiter that does not fit stops the
+   *   round, so no one overtakes it.
+   * - Waiters not seen for their `idleTimeout` lose their place. A new place taken with
+   *   `confirmTimeout` is unconfirmed until the waiter comes back (calls again): it has its place
+   *   and counts in positions, but no room is reserved for it (the next confirmed waiter gets it),
+   *   and it is dropped after `confirmTimeout`. Positions never move back.
    */
   acquire(name: string, request: AcquireRequest): Promise<AcquireResult>
 
@@ -34,15 +39,16 @@ export interface Store {
   /** What the store knows of one token. */
   leaseState(name: string, token: string): Promise<LeaseState>
 
-  /** Live slots in weight units, and how many are waiting in line. */
+  /** Live slots in weight units, and how many are waiting in line (unconfirmed places included). */
   state(name: string): Promise<{ held: number; waiting: number }>
 
   /** Drop every slot of `name` (the line is kept, and its head is woken). Returns how many. */
   forceReleaseAll(name: string): Promise<number>
 
   /**
-   * Be told when room may have appeared for the head of `name`'s line. The listener receives the
-   * head's token (so only its owner needs to retry). Delivery is best effort: callers keep a slow
+   * Be told when room may be yours in `name`'s line. The listener receives a waiter's token (so
+   * only its owner needs to retry): a waiter room was just reserved for, or the first waiter
+   * without a reservation after a release. Delivery is best effort: callers keep a slow
    * poll as a safety net. Resolves once the subscription is active; returns the unsubscribe function.
    */
   subscribe(name: string, listener: (headToken: string) => void): Promise<() => void>
@@ -57,8 +63,14 @@ export interface QueueRequest {
   order: 'fifo' | 'random'
   /** A waiter not seen for this long (ms) loses its place. */
   idleTimeout: number
-  /** How long (ms) a freed slot stays reserved for this waiter once it is at the head. */
+  /** How long (ms) room stays reserved for this waiter once it is its turn. */
   claimWindow: number
+  /**
+   * A new place counts only once the waiter comes back within this long (ms); until then it is
+   * held aside and never stalls the line (clients that keep no cookies never come back).
+   * `0` or absent: the place counts at once.
+   */
+  confirmTimeout?: number
   /** The line takes no more than this many waiters; 0 means no cap. */
   maxLength: number
   /** `false`: only a sign of life and a position; never admit, never join (a poll). Default true. */
@@ -95,9 +107,9 @@ export type AcquireResult =
     }
   | {
       status: 'queued'
-      /** 1-based place in line. */
+      /** 1-based place in line, in arrival order (unconfirmed places included). */
       position: number
-      /** How many are in line. */
+      /** How many are in line (unconfirmed places included). */
       waiting: number
       now: number
       nextExpiry: number | null

@@ -12,6 +12,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { KEY_SUFFIXES } from '../../src/stores/lua.js'
 import { createWaitingRoom } from '../../src/core/waiting-room.js'
 import { redisAvailable, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import type { ChildMessage } from './fixtures/room-waiter.js'
@@ -38,10 +39,10 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
     const arrival: string[] = []
     const monitor = await server.redis.client().monitor()
     monitor.on('monitor', (_time: string, args: string[]) => {
-      // evalsha|eval, sha|script, numkeys, 10 keys, token, ...
+      // evalsha|eval, sha|script, numkeys, the keys, token, ...
       const cmd = args[0]?.toLowerCase()
       if ((cmd === 'evalsha' || cmd === 'eval') && args[3]?.startsWith(`{airlock:${name}}`)) {
-        const token = args[13]
+        const token = args[3 + KEY_SUFFIXES.length]
         if (token && idSet.has(token) && !arrival.includes(token)) arrival.push(token)
       }
     })
@@ -51,6 +52,7 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
     const released = new Set<string>()
     const errors: string[] = []
     const children: ChildProcess[] = []
+    let ready = 0
     let onProgress = (): void => {}
     for (let p = 0; p < PROCESSES; p++) {
       const mine = ids.filter((_, i) => i % PROCESSES === p)
@@ -61,6 +63,10 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       })
       child.on('message', (m: ChildMessage) => {
+        if (m.type === 'ready') {
+          if (++ready === PROCESSES) for (const c of children) c.send({ type: 'go' })
+          return
+        }
         if (m.type === 'queued') queuedIds.add(m.id)
         else if (m.type === 'admitted') {
           admitted.push({ id: m.id, fence: m.fence })

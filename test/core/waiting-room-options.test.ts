@@ -29,6 +29,7 @@ describe('createWaitingRoom options', () => {
       maxLength: 100_000,
       idleTimeout: 30_000,
       claimWindow: 10_000,
+      confirmTimeout: 0,
       pollInterval: 1000,
     })
     expect(createWaitingRoom({ ...base, idleTimeout: 600, claimWindow: 400 }).pollInterval).toBe(200)
@@ -43,6 +44,8 @@ describe('createWaitingRoom options', () => {
     ['idleTimeout', { idleTimeout: 0 }, /^idleTimeout must be a positive number/],
     ['claimWindow', { claimWindow: '10s' }, /^claimWindow must be a positive number/],
     ['pollInterval', { pollInterval: 30_000 }, /^pollInterval must be below idleTimeout \(30000\)/],
+    ['confirmTimeout', { confirmTimeout: -5 }, /^confirmTimeout must be a non-negative integer, got -5/],
+    ['confirmTimeout above idleTimeout', { confirmTimeout: 60_000 }, /^confirmTimeout must be at most idleTimeout \(30000\), got 60000/],
     ['store', { store: {} }, /^store must implement the Store interface; missing acquire/],
     ['a typo', { limt: 3 }, /has no option 'limt'/],
   ])('rejects a bad %s at creation, naming it', (_what, patch, message) => {

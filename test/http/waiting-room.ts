@@ -117,6 +117,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app, holder } = await full()
       const line = [new Browser(app.url), new Browser(app.url), new Browser(app.url)]
       for (const [i, v] of line.entries()) expect((await place(v)).body).toMatchObject({ position: i + 1 })
+      for (const [i, v] of line.entries()) expect((await place(v)).body).toMatchObject({ position: i + 1 }) // first polls
       expect((await holder.get('/logout', { method: 'POST' })).body).toBe('released=true')
       // The slot is reserved for the head: the second and a newcomer stay queued.
       expect(await place(line[1]!)).toMatchObject({ status: 202, body: { position: 2 } })
@@ -160,6 +161,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const alsoGone = new Browser(app.url)
       const last = new Browser(app.url)
       for (const v of [gone, stays, alsoGone, last]) expect((await place(v)).status).toBe(202)
+      for (const v of [gone, stays, alsoGone]) expect((await place(v)).status).toBe(202) // their first poll
       expect(await place(last)).toMatchObject({ body: { position: 4 } })
       await holder.get('/logout', { method: 'POST' })
       // Only `stays` and `last` keep polling; the head's reserved slot passes to `stays` once skipped.
@@ -175,6 +177,36 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       await until(async () => ((await place(last)).body as { position: number }).position === 1, 8000, 100)
       // The walkers-away come back to a fresh place at the back.
       expect(await place(gone)).toMatchObject({ status: 202, body: { position: 2 } })
+    })
+
+    it('several freed slots go to as many waiters at their next poll, in order (the line drains at the rate slots free)', async () => {
+      const app = await start({ limit: 3, queue: true })
+      const holders = [new Browser(app.url), new Browser(app.url), new Browser(app.url)]
+      for (const h of holders) expect((await h.get('/kind')).body).toBe('admit')
+      const line = Array.from({ length: 5 }, () => new Browser(app.url))
+      for (const v of line) expect((await place(v)).status).toBe(202)
+      for (const v of line) expect((await place(v)).status).toBe(202) // the pages' first polls
+      for (const h of holders) expect((await h.get('/logout', { method: 'POST' })).body).toBe('released=true')
+      // One poll each, last in line first: the first three get in, the other two move up.
+      const answers = []
+      for (const v of [...line].reverse()) answers.unshift(await place(v))
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 202, 202])
+      expect(answers.slice(3).map((a) => (a.body as { position: number }).position)).toEqual([4, 5]) // asked before the others left
+      expect(await place(line[3]!)).toMatchObject({ status: 202, body: { position: 1, waiting: 2 } })
+    })
+
+    it('clients that keep no cookies never stall the line: a browser behind 200 of them gets the next slot', async () => {
+      const { app, holder } = await full()
+      for (let i = 0; i < 20; i++) {
+        const batch = await Promise.all(Array.from({ length: 10 }, () => hit(`${app.url}/`, { headers: JSON_ACCEPT })))
+        expect(batch.map((r) => r.status)).toEqual(new Array(10).fill(202)) // each takes a new place, and never comes back
+      }
+      const browser = new Browser(app.url)
+      expect(await place(browser)).toMatchObject({ status: 202, body: { position: 201, waiting: 201 } })
+      expect((await place(browser)).status).toBe(202) // its page's first poll
+      await holder.get('/logout', { method: 'POST' })
+      const r = await place(browser)
+      expect([r.status, r.body]).toEqual([200, 'admit'])
     })
 
     it('forged, tampered, foreign or expired tickets get a fresh place at the back, never a better one', async () => {
@@ -273,6 +305,8 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
         [{ queue: { idleTimeout: -1 } }, /queue\.idleTimeout must be a positive number/],
         [{ queue: 'yes' }, /queue must be true or an object/],
         [{ queue: { page: '<p>' } }, /queue\.page must be a function/],
+        [{ queue: { confirmTimeout: 1000 } }, /queue\.confirmTimeout must be above 1\.25x pollInterval \(2000\)/],
+        [{ queue: { confirmTimeout: 40_000 } }, /queue\.confirmTimeout must be .* at most queue\.idleTimeout \(30000\)/],
       ]
       for (const [options, message] of bad) {
         let error: unknown

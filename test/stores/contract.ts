@@ -209,6 +209,63 @@ export function storeContract(label: string, make: () => Promise<ContractTarget>
         expect(await store.acquire(name, second)).toMatchObject({ status: 'queued', position: 1 })
       })
 
+      it('reserves freed room for as many waiters as fit, in order: each may claim, later ones and newcomers may not', async () => {
+        fresh()
+        const holders = [req({ limit: 3 }), req({ limit: 3 }), req({ limit: 3 })]
+        for (const h of holders) await store.acquire(name, h)
+        const ws = Array.from({ length: 5 }, () => req({ limit: 3, queue: LINE }))
+        for (const w of ws) await store.acquire(name, w)
+        for (const h of holders) await store.release(name, h.token)
+        // The third waiter asks first: room is reserved for the first three, so it is admitted.
+        expect((await store.acquire(name, ws[2]!)).status).toBe('acquired')
+        expect(await store.acquire(name, ws[3]!)).toMatchObject({ status: 'queued', position: 3 })
+        expect((await store.acquire(name, req({ limit: 3 }))).status).toBe('busy')
+        expect((await store.acquire(name, req({ limit: 3, queue: LINE }))).status).toBe('queued')
+        expect((await store.acquire(name, ws[1]!)).status).toBe('acquired')
+        expect((await store.acquire(name, ws[0]!)).status).toBe('acquired')
+        expect(await store.acquire(name, ws[3]!)).toMatchObject({ status: 'queued', position: 1 })
+        expect(await store.state(name)).toEqual({ held: 3, waiting: 3 })
+      })
+
+      it('a new place with confirmTimeout is never reserved room until the waiter comes back; it keeps its place', async () => {
+        fresh()
+        const confirming: QueueRequest = { ...LINE, confirmTimeout: 300 }
+        const holder = req({ limit: 1 })
+        await store.acquire(name, holder)
+        const ghost = req({ limit: 1, queue: confirming }) // never comes back (keeps no cookies)
+        const early = req({ limit: 1, queue: confirming })
+        const late = req({ limit: 1, queue: confirming })
+        expect(await store.acquire(name, ghost)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
+        expect(await store.acquire(name, early)).toMatchObject({ status: 'queued', position: 2, waiting: 2 })
+        expect(await store.acquire(name, late)).toMatchObject({ status: 'queued', position: 3, waiting: 3 })
+        // `late` comes back first, then `early`: places stay in arrival order.
+        expect(await store.acquire(name, late)).toMatchObject({ status: 'queued', position: 3, waiting: 3 })
+        expect(await store.acquire(name, early)).toMatchObject({ status: 'queued', position: 2, waiting: 3 })
+        expect(await store.state(name)).toEqual({ held: 1, waiting: 3 })
+        // The freed slot goes to `early`, never to the unconfirmed ghost ahead of it.
+        await store.release(name, holder.token)
+        expect(await store.acquire(name, late)).toMatchObject({ status: 'queued', position: 3 })
+        expect((await store.acquire(name, early)).status).toBe('acquired')
+        // The ghost is dropped after confirmTimeout: a poll finds nothing, and those behind move up.
+        await sleep(400)
+        expect((await store.acquire(name, { ...ghost, queue: { ...confirming, admit: false } })).status).toBe('absent')
+        expect(await store.acquire(name, late)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
+      })
+
+      it('a new unconfirmed place counts once the waiter polls, and is admitted at once if room is free', async () => {
+        fresh()
+        const confirming: QueueRequest = { ...LINE, confirmTimeout: 5_000 }
+        const holder = req({ limit: 1 })
+        await store.acquire(name, holder)
+        const w = req({ limit: 1, queue: confirming })
+        expect((await store.acquire(name, w)).status).toBe('queued')
+        await store.release(name, holder.token)
+        // A poll confirms the place (and never admits).
+        expect(await store.acquire(name, { ...w, queue: { ...confirming, admit: false } })).toMatchObject({ status: 'queued', position: 1 })
+        expect((await store.acquire(name, w)).status).toBe('acquired')
+        expect(await store.state(name)).toEqual({ held: 1, waiting: 0 })
+      })
+
       it('does not let a light waiter overtake a heavy head', async () => {
         fresh()
         const holder = req({ limit: 3, weight: 2 })
@@ -347,20 +404,50 @@ export function storeContract(label: string, make: () => Promise<ContractTarget>
         expect(heard).toContain(head.token)
       })
 
+      it('wakes each waiter that room is reserved for, so blocking waiters fill freed slots at once', async () => {
+        fresh()
+        const holders = [req({ limit: 2 }), req({ limit: 2 })]
+        for (const h of holders) await store.acquire(name, h)
+        const first = req({ limit: 2, queue: LINE })
+        const second = req({ limit: 2, queue: LINE })
+        await store.acquire(name, first)
+        await store.acquire(name, second)
+        const heard: string[] = []
+        const unsubscribe = await store.subscribe(name, (t) => heard.push(t))
+        await store.release(name, holders[0]!.token)
+        await store.release(name, holders[1]!.token)
+        for (let i = 0; i < 50 && !heard.includes(first.token); i++) await sleep(10)
+        expect(heard).toContain(first.token) // a release wakes the first waiter without a reservation
+        expect((await store.acquire(name, first)).status).toBe('acquired') // reserves for both, admits itself
+        for (let i = 0; i < 50 && !heard.includes(second.token); i++) await sleep(10)
+        unsubscribe()
+        expect(heard).toContain(second.token) // told that room is reserved for it
+        expect((await store.acquire(name, second)).status).toBe('acquired')
+      })
+
       it('random order admits from the line without arrival order', async () => {
         fresh()
         const lottery: QueueRequest = { ...LINE, order: 'random' }
-        await store.acquire(name, req({ limit: 1 }))
-        const ws = Array.from({ length: 20 }, () => req({ limit: 1, queue: lottery }))
-        for (const w of ws) await store.acquire(name, w)
-        const positions = await Promise.all(
-          ws.map(async (w) => {
-            const r = await store.acquire(name, w)
-            return r.status === 'queued' ? r.position : -1
-          }),
-        )
-        expect(new Set(positions).size).toBe(20)
-        expect(positions).not.toEqual(positions.slice().sort((x, y) => x - y))
+        let holder = req({ limit: 1 })
+        await store.acquire(name, holder)
+        const ws = Array.from({ length: 12 }, () => req({ limit: 1, queue: lottery }))
+        for (const [i, w] of ws.entries()) {
+          expect(await store.acquire(name, w)).toMatchObject({ status: 'queued', position: i + 1 }) // arrival rank
+        }
+        const order: number[] = []
+        while (order.length < ws.length) {
+          await store.release(name, holder.token)
+          const won = []
+          for (const [i, w] of ws.entries()) {
+            if (order.includes(i)) continue
+            if ((await store.acquire(name, w)).status === 'acquired') won.push(i)
+          }
+          expect(won).toHaveLength(1) // one slot, one winner
+          order.push(won[0]!)
+          holder = ws[won[0]!]!
+        }
+        // 12! orders; arrival order comes up once in 479 million.
+        expect(order).not.toEqual([...order].sort((x, y) => x - y))
       })
     })
   })

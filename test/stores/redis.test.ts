@@ -40,6 +40,39 @@ describe.runIf(redisAvailable)('redis store', () => {
     await store.close()
   })
 
+  it('gives every line key an expiry, reservations included, also when a plain acquire settles the line', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'linekeys' })
+    const line = { order: 'fifo' as const, idleTimeout: 5_000, claimWindow: 1_000, maxLength: 0 }
+    await store.acquire('s', { token: 'holder', limit: 1, ttl: 5_000, weight: 1 })
+    await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })
+    await store.acquire('s', { token: 'ghost', limit: 1, ttl: 5_000, weight: 1, queue: { ...line, confirmTimeout: 2_000 } })
+    await store.release('s', 'holder')
+    // A plain acquire finds the line, settles it (reserving room for `w`) and answers busy.
+    expect((await store.acquire('s', { token: 'plain', limit: 1, ttl: 5_000, weight: 1 })).status).toBe('busy')
+    expect(await client.zscore('{linekeys:s}:r', 'w')).not.toBeNull()
+    for (const key of await client.keys('{linekeys:s}:*')) {
+      expect(await client.pttl(key), key).toBeGreaterThan(0)
+    }
+    await store.close()
+  })
+
+  it('keeps the fence counter 30 days past its last use, so fences never restart while in use', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'fence' })
+    const take = async (token: string) => {
+      const r = await store.acquire('s', { token, limit: 5, ttl: 5_000, weight: 1 })
+      if (r.status !== 'acquired') throw new Error('expected a slot')
+      await store.release('s', token)
+      return r.fence
+    }
+    expect(await take('a')).toBe(1)
+    await client.pexpire('{fence:s}:f', 5_000) // as if most of its 30 days had passed since
+    expect(await take('b')).toBe(2)
+    expect(await client.pttl('{fence:s}:f')).toBeGreaterThan(29 * 24 * 3600 * 1000)
+    await store.close()
+  })
+
   it('leaves nothing but the fence counter once a semaphore is idle', async () => {
     const client = redis.client()
     const store = redisStore({ client, prefix: 'idle' })
@@ -106,6 +139,34 @@ describe.runIf(redisAvailable)('redis store', () => {
       if (status !== 'acquired') await new Promise((r) => setTimeout(r, 100))
     }
     expect(status).toBe('acquired')
+    await store.close()
+    await down.stop()
+  })
+
+  it('a subscribe that failed while Redis was down is retried later, and leaves no listener behind', async () => {
+    const down = await startRedis()
+    const client = down.client({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    const store = redisStore({ client, commandTimeout: 300 })
+    await store.state('wake') // connected once
+    await down.kill()
+    const heard: string[] = []
+    await expect(store.subscribe('wake', (t) => heard.push(`failed:${t}`))).rejects.toMatchObject({
+      code: 'ERR_AIRLOCK_STORE_UNAVAILABLE',
+    })
+    await down.start()
+    let unsubscribe: (() => void) | undefined
+    for (let i = 0; i < 100 && !unsubscribe; i++) {
+      unsubscribe = await store.subscribe('wake', (t) => heard.push(t)).catch(async () => {
+        await new Promise((r) => setTimeout(r, 100))
+        return undefined
+      })
+    }
+    expect(unsubscribe).toBeDefined()
+    const publisher = down.client()
+    await publisher.publish(store.channel('wake'), 'w1')
+    for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(heard).toEqual(['w1']) // delivered once: the failed subscription left no listener
+    unsubscribe!()
     await store.close()
     await down.stop()
   })
