@@ -4,7 +4,7 @@ import { assertStore } from '../stores/assert.js'
 import type { AcquireResult, LeaseState, QueueRequest, Store } from '../stores/types.js'
 import { runHolding, waitInLine } from './waiting.js'
 import { AirlockError, optionError } from './errors.js'
-import { describe, duration, knownKeys, positiveInteger, safeName, waitDuration } from './validate.js'
+import { describe, duration, knownKeys, optionsObject, positiveInteger, safeName, waitDuration } from './validate.js'
 
 /** Options of {@link createSemaphore}. All durations in milliseconds. */
 export interface SemaphoreOptions {
@@ -167,7 +167,8 @@ export class Semaphore {
   }
 
   /** Takes a slot if one is free right now (never waits). `null` when full or others are waiting. */
-  async acquire(options?: AcquireOptions): Promise<Lease | null> {
+  async acquire(options: AcquireOptions = {}): Promise<Lease | null> {
+    optionsObject('acquire()', options, ['weight'])
     const token = newToken()
     const result = await this.store.acquire(this.name, {
       token,

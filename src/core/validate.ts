@@ -60,6 +60,14 @@ export function oneOf<T extends string>(option: string, value: unknown, allowed:
   return value as T
 }
 
+/** `options` must be an object with only `allowed` keys (e.g. a method's options). */
+export function optionsObject(what: string, options: unknown, allowed: readonly string[]): void {
+  if (options === null || typeof options !== 'object') {
+    optionError(`${what} options must be an object, got ${describe(options)}`)
+  }
+  knownKeys(what, options, allowed)
+}
+
 /** Rejects option keys the caller did not mean (typos such as `limt`). */
 export function knownKeys(what: string, options: object, allowed: readonly string[]): void {
   for (const key of Object.keys(options)) {

@@ -237,6 +237,15 @@ describe('semaphore options', () => {
     await expect(s.acquire({ weight: 3 })).rejects.toThrow('weight must be at most the limit (2), got 3')
   })
 
+  it('rejects a misspelt acquire() option instead of ignoring it', async () => {
+    const s = createSemaphore({ name: uniq('typo'), limit: 2, ttl: 1000 })
+    await expect(s.acquire({ wieght: 2 } as never)).rejects.toMatchObject({
+      code: 'ERR_AIRLOCK_OPTION',
+      message: "acquire() has no option 'wieght'; known options are weight",
+    })
+    await expect(s.acquire(null as never)).rejects.toThrow('acquire() options must be an object, got null')
+  })
+
   it('uses the shared memory store by default', async () => {
     const name = uniq('default')
     const a = createSemaphore({ name, limit: 1, ttl: 1000 })
