@@ -20,7 +20,7 @@ export interface ExpressLikeResponse extends ServerResponse {
   locals?: Record<string, unknown>
 }
 
-/** The middleware, with its gate (for `state()`) and `close()` (stops the gate's timers). */
+/** The middleware, with its gate (for `state()`) and `close()` (stops the gate's timers, releases pooled request slots). */
 export interface AirlockMiddleware<Req extends ExpressLikeRequest = ExpressLikeRequest> {
   (req: Req, res: ExpressLikeResponse, next: (err?: unknown) => void): void
   readonly gate: Gate<Req>

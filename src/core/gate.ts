@@ -338,6 +338,8 @@ export class Gate<Req = unknown> {
   private readonly htmlHeaders: Readonly<Record<string, string>>
   private readonly jsonBody: string
 
+  /** User functions that threw (logged once each). */
+  private readonly warnedOptions = new Set<string>()
   private failures = 0
   private breakerOpen = false
   private probeTimer: NodeJS.Timeout | undefined
@@ -512,7 +514,7 @@ export class Gate<Req = unknown> {
    */
   decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     if (this.bypassing && this.bypassed(pathOf(view.url))) return BYPASS
-    if (this.skip !== undefined && this.skip(view.request)) return BYPASS
+    if (this.skip !== undefined && this.userCall('skip', this.skip, view.request) === true) return BYPASS
     if (this.mode === 'request') return this.decideRequest(view)
     const value = firstCookie(view.headers.cookie, this.cookieName)
     if (value !== undefined) {
@@ -681,7 +683,7 @@ export class Gate<Req = unknown> {
         response: line.queuedResponse(
           place,
           { method: view.method, accept: view.headers.accept, poll: isPoll(view), request: view.request },
-          this.nonce && (() => this.nonce?.(view.request)),
+          this.nonce && (() => this.nonceFor(view.request)),
           (err) => this.logger.warn({ err, gate: this.name }, 'airlock-shield: queue.page threw; sending the built-in page'),
         ),
       }
@@ -767,7 +769,7 @@ export class Gate<Req = unknown> {
       return { status: 503, headers: this.jsonHeaders, body: head ? '' : this.jsonBody }
     }
     if (head) return { status: 503, headers: this.htmlHeaders, body: '' }
-    const nonce = this.nonce?.(view.request)
+    const nonce = this.nonceFor(view.request)
     if (this.busyPage === undefined) {
       return {
         status: 503,
@@ -790,6 +792,28 @@ export class Gate<Req = unknown> {
       }
     }
     return { status: 503, headers: this.htmlHeaders, body }
+  }
+
+  /** The CSP nonce for this request, if a `nonce` function is set (one that throws gives none). */
+  private nonceFor(request: Req): string | undefined {
+    return this.nonce === undefined ? undefined : this.userCall('nonce', this.nonce, request)
+  }
+
+  /**
+   * Calls a user-supplied `skip` or `nonce` function. One that throws is treated as answering
+   * `undefined` (not skipped, no nonce) and logged once per gate, so a bug there never turns into a
+   * 500 nor lets a request bypass the gate.
+   */
+  private userCall<T>(option: 'skip' | 'nonce', fn: (request: Req) => T, request: Req): T | undefined {
+    try {
+      return fn(request)
+    } catch (err) {
+      if (!this.warnedOptions.has(option)) {
+        this.warnedOptions.add(option)
+        this.logger.warn({ err, gate: this.name }, `airlock-shield: the ${option} option threw; treating it as undefined`)
+      }
+      return undefined
+    }
   }
 
   private passCookie(value: string, life: number, secure: boolean): string {

@@ -179,6 +179,46 @@ function partitionable(inner: Store): Store & { down: boolean; late: Record<stri
   return s
 }
 
+describe('user functions that throw', () => {
+  it('a throwing skip() gates the request (never a bypass, never a crash) and is logged once', async () => {
+    const log = recordingLogger()
+    const gate = createGate({
+      limit: 1,
+      store: memoryStore(),
+      secret: SECRET,
+      logger: log,
+      skip: () => {
+        throw new Error('bug in skip')
+      },
+    })
+    expect((await gate.decide(view())).kind).toBe('admit')
+    expect((await gate.decide(view())).kind).toBe('busy')
+    expect(log.lines.filter((l) => /skip option threw/.test(l.msg ?? ''))).toHaveLength(1)
+  })
+
+  it('a throwing nonce() serves the built-in busy page without a nonce (allowed by hash) and is logged once', async () => {
+    const log = recordingLogger()
+    const gate = createGate({
+      limit: 1,
+      store: memoryStore(),
+      secret: SECRET,
+      logger: log,
+      nonce: () => {
+        throw new Error('bug in nonce')
+      },
+    })
+    await gate.decide(view())
+    for (let i = 0; i < 2; i++) {
+      const busy = await gate.decide(view())
+      expect(busy.kind).toBe('busy')
+      expect(busy.response?.status).toBe(503)
+      expect(busy.response?.body).not.toContain('nonce=')
+      expect(busy.response?.headers['content-security-policy']).toMatch(/sha256-/)
+    }
+    expect(log.lines.filter((l) => /nonce option threw/.test(l.msg ?? ''))).toHaveLength(1)
+  })
+})
+
 describe('store budget and breaker', () => {
   it('decides within storeTimeout, opens the breaker, releases slots acquired too late, and recovers', async () => {
     const inner = memoryStore()
