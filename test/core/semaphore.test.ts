@@ -5,6 +5,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { countingStore } from '../helpers/stores.js'
 
 requireRedis()
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -151,7 +152,8 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
     })
 
     it('run() keeps a long job alive past ttl and stops refreshing when it ends', async () => {
-      const s = sem(1, 300)
+      const counting = countingStore(store)
+      const s = createSemaphore({ name: uniq(label), limit: 1, ttl: 300, store: counting })
       let token = ''
       await s.run(async ({ lease, signal }) => {
         token = lease.token
@@ -159,7 +161,11 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
         expect(signal.aborted).toBe(false)
         expect(await lease.state()).toBe('acquired')
       })
+      const refreshes = counting.calls.refresh ?? 0
+      expect(refreshes).toBeGreaterThanOrEqual(5) // every ttl / 3 = 100 ms for 1 s
       expect(await s.lease(token).state()).toBe('released')
+      await sleep(400) // four more refresh periods: none may come
+      expect(counting.calls.refresh).toBe(refreshes)
     })
 
     it('run() tells the job through its signal when the lease is lost', async () => {

@@ -86,6 +86,39 @@ describe.runIf(redisAvailable)('redis store', () => {
     await store.close()
   })
 
+  it('takes every decision in one round trip: one script call per store call (MONITOR)', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'trips' })
+    const line = { order: 'fifo' as const, idleTimeout: 5_000, claimWindow: 5_000, maxLength: 0 }
+    await store.state('s') // loads nothing yet, but connects
+    const seen: string[] = []
+    const monitor = await redis.client().monitor()
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!String(source).includes('lua') && args[0]?.toLowerCase() !== 'monitor') seen.push(args[0]!.toLowerCase())
+    })
+    const calls: [string, () => Promise<unknown>][] = [
+      ['acquire', () => store.acquire('s', { token: 'a', limit: 1, ttl: 5_000, weight: 1 })],
+      ['acquire in line', () => store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })],
+      ['refresh', () => store.refresh('s', 'a', 5_000)],
+      ['leaseState', () => store.leaseState('s', 'a')],
+      ['state', () => store.state('s')],
+      ['leave', () => store.leave('s', 'w')],
+      ['release', () => store.release('s', 'a')],
+      ['forceReleaseAll', () => store.forceReleaseAll('s')],
+    ]
+    const counts: Record<string, number> = {}
+    for (const [what, call] of calls) {
+      seen.length = 0
+      await call()
+      await new Promise((r) => setTimeout(r, 50)) // MONITOR lines arrive after the reply
+      counts[what] = seen.filter((c) => c === 'evalsha' || c === 'eval').length
+      expect(seen.filter((c) => c !== 'evalsha' && c !== 'eval'), what).toEqual([])
+    }
+    expect(counts).toEqual(Object.fromEntries(calls.map(([what]) => [what, 1])))
+    monitor.disconnect()
+    await store.close()
+  })
+
   it('survives SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
     const client = redis.client()
     const store = redisStore({ client })
@@ -104,8 +137,18 @@ describe.runIf(redisAvailable)('redis store', () => {
       const a = await store.acquire('skew', { token: 'a', limit: 1, ttl: 2_000, weight: 1 })
       if (a.status !== 'acquired') throw new Error('expected a slot')
       expect(Math.abs(a.expiresAt - realNow() - 2_000)).toBeLessThan(1_000)
+      // Refreshing from a clock hours ahead extends by server time: the slot cannot be kept for hours.
+      const r = await store.refresh('skew', 'a', 2_000)
+      if (!r.ok) throw new Error('expected a refresh')
+      expect(Math.abs(r.expiresAt - realNow() - 2_000)).toBeLessThan(1_000)
       Date.now = () => realNow() - 3 * 3600_000
       expect((await store.acquire('skew', { token: 'b', limit: 1, ttl: 2_000, weight: 1 })).status).toBe('busy')
+      // And it ends on time: a client hours behind (its slot looks fresh to it) cannot refresh a slot
+      // the server let expire.
+      Date.now = () => realNow() - 3 * 3600_000
+      await new Promise((resolve) => setTimeout(resolve, 2_300))
+      expect(await store.refresh('skew', 'a', 2_000)).toEqual({ ok: false })
+      expect((await store.acquire('skew', { token: 'b', limit: 1, ttl: 2_000, weight: 1 })).status).toBe('acquired')
     } finally {
       Date.now = realNow
     }
