@@ -332,8 +332,9 @@ interface Pending {
 
 /**
  * Enforces the command budget without a timer per call: pending calls sit in a set that one
- * unref'd sweep (every budget/10, at least 10 ms) checks, rejecting those past their deadline with
- * `ERR_AIRLOCK_STORE_UNAVAILABLE`. A late reply is then ignored. Failures of the command itself
+ * unref'd sweep (every budget/10, at least 10 ms) checks, rejecting with
+ * `ERR_AIRLOCK_STORE_UNAVAILABLE` those whose deadline falls before the next sweep (so a call
+ * rejects between 0.9x and 1x its budget, never later). A late reply is then ignored. Failures of the command itself
  * become `ERR_AIRLOCK_STORE_UNAVAILABLE` too.
  */
 class Deadlines {
@@ -372,7 +373,8 @@ class Deadlines {
   }
 
   private sweep(): void {
-    const now = Date.now()
+    // A call is given up on at the last sweep before its deadline, so it never outlives its budget.
+    const now = Date.now() + this.every
     for (const entry of this.pending) {
       if (entry.deadline <= now) {
         this.pending.delete(entry)
