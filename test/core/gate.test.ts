@@ -179,6 +179,35 @@ function partitionable(inner: Store): Store & { down: boolean; late: Record<stri
   return s
 }
 
+describe('cookies and secrets', () => {
+  it('sets the cookie attributes it is given: path, domain, Secure always or never, SameSite, HttpOnly off', async () => {
+    const cookie = async (options: GateOptions['cookie'], secure: boolean) => {
+      const gate = createGate({ store: memoryStore(), secret: SECRET, logger: recordingLogger(), cookie: options })
+      return (await gate.decide(view({ secure }))).setCookie!
+    }
+    const custom = await cookie({ name: 'pass', path: '/shop', domain: 'example.com', sameSite: 'strict', httpOnly: false }, false)
+    expect(custom).toMatch(/^pass=p1~default~[^;]+; Path=\/shop; Domain=example\.com; SameSite=Strict; Max-Age=10$/)
+    expect(await cookie({ secure: true }, false)).toMatch(/; Secure$/)
+    expect(await cookie({ secure: false }, true)).not.toMatch(/Secure/)
+    expect(await cookie({ sameSite: 'none', secure: true }, false)).toMatch(/SameSite=None; Max-Age=10; Secure$/)
+  })
+
+  it('rotates secrets: passes signed with the old secret still pass, new passes are signed with the new one', async () => {
+    const store = memoryStore()
+    const OLD = 'o'.repeat(32)
+    const NEW = 'n'.repeat(32)
+    const before = createGate({ store, secret: OLD, logger: recordingLogger() })
+    const oldCookie = (await before.decide(view())).setCookie!.split(';')[0]!
+    const during = createGate({ store, secret: [NEW, OLD], logger: recordingLogger() })
+    const upgraded = await during.decide(view({ headers: { cookie: oldCookie } }))
+    expect(upgraded.kind).toBe('pass') // the old pass is accepted (and upgraded, signed with NEW)
+    const newCookie = upgraded.setCookie!.split(';')[0]!
+    const after = createGate({ store, secret: NEW, logger: recordingLogger() })
+    expect((await after.decide(view({ headers: { cookie: newCookie } }))).kind).toBe('pass')
+    expect((await after.decide(view({ headers: { cookie: oldCookie } }))).kind).toBe('admit') // OLD retired: no pass
+  })
+})
+
 describe('user functions that throw', () => {
   it('a throwing skip() gates the request (never a bypass, never a crash) and is logged once', async () => {
     const log = recordingLogger()
