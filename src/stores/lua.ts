@@ -8,7 +8,7 @@
  *  2 `:m`  hash, lease token -> "weight,fence"; `#used` = live weight units; `#far` = the time up to
  *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
  *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
- *  3 `:f`  fencing counter (INCR; kept FENCE_KEEP_MS after last use so fences stay monotonic)
+ *  3 `:f`  fencing counter (INCR; kept at least FENCE_KEEP_MS after last use so fences stay monotonic)
  *  4 `:q`  sorted set, the line (confirmed places): waiter token -> arrival number
  *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again (`:q` and `:u`)
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
@@ -80,23 +80,21 @@ end
 
 -- Makes :h and :m live at least until exp (plus slack), extending in steps so most calls skip it.
 -- Returns the new far time.
+-- The fencing counter is renewed here too: every acquire either extends these keys or finds them
+-- extended less than \`keep\` ago, so the counter outlives its last use by FENCE_KEEP_MS.
 local function ensure_ttl(now, exp, far)
   if exp <= far then return far end
   local keep = exp - now + ${KEY_SLACK_MS}
   redis.call('PEXPIRE', H, keep)
   redis.call('PEXPIRE', M, keep)
+  redis.call('PEXPIRE', F, ${FENCE_KEEP_MS} + keep)
   redis.call('HSET', M, '#far', now + keep)
   return now + keep
 end
 
--- The next fencing number; the counter lives FENCE_KEEP_MS past its last use (set once per call).
-local fence_kept = false
 local function next_fence()
   local fence = redis.call('INCR', F)
-  if not fence_kept then
-    redis.call('PEXPIRE', F, ${FENCE_KEEP_MS})
-    fence_kept = true
-  end
+  if fence == 1 then redis.call('PEXPIRE', F, ${FENCE_KEEP_MS}) end
   return fence
 end
 
@@ -268,11 +266,14 @@ u = purge_holders(now, u)
 if u == 0 then far = 0 end
 local length = redis.call('ZCARD', Q)
 
--- A new slot for token. from_line: admitted from the line; only those admissions are recorded for
--- the ETA: they measure how fast the line moves (direct admissions while nobody waits measure arrivals).
-local function admitted(from_line)
-  local exp = now + ttl
-  redis.call('ZADD', H, exp, token)
+-- A new slot for token (added to :h, expiring at exp, unless the caller did). from_line: admitted
+-- from the line; only those admissions are recorded for the ETA: they measure how fast the line
+-- moves (direct admissions while nobody waits measure arrivals).
+local function admitted(from_line, exp)
+  if not exp then
+    exp = now + ttl
+    redis.call('ZADD', H, exp, token)
+  end
   local fence = next_fence()
   u = u + weight
   redis.call('HSET', M, token, weight .. ',' .. fence, '#used', u)
@@ -286,10 +287,13 @@ local function admitted(from_line)
 end
 
 -- Fast path: nobody in line and room free.
-if length == 0 and may_admit and u + weight <= limit and not redis.call('ZSCORE', H, token) then
-  -- A new place not confirmed yet is not needed any more.
-  if queued and redis.call('ZSCORE', U, token) then remove_waiter(token) end
-  return admitted(false)
+if length == 0 and may_admit and u + weight <= limit then
+  local exp = now + ttl
+  if redis.call('ZADD', H, 'NX', exp, token) == 1 then
+    -- A new place not confirmed yet is not needed any more.
+    if queued and redis.call('ZSCORE', U, token) then remove_waiter(token) end
+    return admitted(false, exp)
+  end
 end
 
 local held = redis.call('ZSCORE', H, token)
