@@ -16,6 +16,7 @@ export {
   type SemaphoreOptions,
   type SemaphoreState,
 } from './core/semaphore.js'
+export { throttle, type Throttled, type ThrottleOptions } from './core/throttle.js'
 export {
   assertVisitorId,
   createWaitingRoom,
