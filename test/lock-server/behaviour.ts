@@ -125,7 +125,8 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
       })
 
       it('bad JSON → 400 with a message, whatever the content type', async () => {
-        for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}]) {
+        const contentTypes: Record<string, string>[] = [{ 'content-type': 'application/json' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}]
+        for (const headers of contentTypes) {
           const r = await svc.call('POST', '/resource', { raw: '{"name": "x",', headers })
           expect(r.status).toBe(400)
           expect((r.body as { message: string }).message).toMatch(/JSON/)
