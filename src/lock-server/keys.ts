@@ -64,44 +64,51 @@ export class KeyRing {
 }
 
 /**
+ * The keys set in the environment: `AIRLOCK_READ_KEY`, `AIRLOCK_READ_LOCK_KEY` and
+ * `AIRLOCK_WRITE_KEY`, each one key or a comma-separated list. Levels left unset are absent.
+ *
+ * @throws `ERR_AIRLOCK_OPTION` naming the variable when a key is malformed; never echoes a key.
+ */
+export function apiKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ApiKeys {
+  const keys: ApiKeys = {}
+  for (const name of LEVEL_NAMES) {
+    const list = (env[KEY_ENV[name]] ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0)
+    if (list.length > 0) keys[name] = list.map((key) => checkKey(KEY_ENV[name], key))
+  }
+  return keys
+}
+
+/**
  * Builds the key ring from the `apiKeys` option or, when it is not given, from the environment
- * (`AIRLOCK_READ_KEY`, `AIRLOCK_READ_LOCK_KEY`, `AIRLOCK_WRITE_KEY`, each a comma-separated list).
- * Keys must be 16 to 256 visible ASCII characters. At least one key must be configured: a lock
- * service open to anyone is never the default.
+ * (see {@link apiKeysFromEnv}). Keys must be 16 to 256 visible ASCII characters. At least one key
+ * must be configured: a lock service open to anyone is never the default.
  *
  * @throws `ERR_AIRLOCK_OPTION` naming the level and the fix; never echoes a key.
  */
 export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = process.env): KeyRing {
+  const fromEnv = apiKeys === undefined
+  const given = fromEnv ? apiKeysFromEnv(env) : apiKeys
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) {
+    optionError(`apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${describe(given)}`)
+  }
+  knownKeys('apiKeys', given, LEVEL_NAMES)
   const keys: Record<LevelName, string[]> = { read: [], readLock: [], write: [] }
-  if (apiKeys !== undefined) {
-    if (apiKeys === null || typeof apiKeys !== 'object' || Array.isArray(apiKeys)) {
-      optionError(`apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${describe(apiKeys)}`)
-    }
-    knownKeys('apiKeys', apiKeys, LEVEL_NAMES)
-    for (const name of LEVEL_NAMES) {
-      const value = apiKeys[name]
-      if (value === undefined) continue
-      const list = typeof value === 'string' ? [value] : value
-      if (!Array.isArray(list)) optionError(`apiKeys.${name} must be a string or an array of strings, got ${describe(value)}`)
-      keys[name] = list.map((key) => checkKey(`apiKeys.${name}`, key))
-    }
-  } else {
-    for (const name of LEVEL_NAMES) {
-      const raw = env[KEY_ENV[name]]
-      if (!raw) continue
-      keys[name] = raw
-        .split(',')
-        .map((k) => k.trim())
-        .filter((k) => k.length > 0)
-        .map((key) => checkKey(KEY_ENV[name], key))
-    }
+  for (const name of LEVEL_NAMES) {
+    const value = given[name]
+    if (value === undefined) continue
+    const list = typeof value === 'string' ? [value] : value
+    if (!Array.isArray(list)) optionError(`apiKeys.${name} must be a string or an array of strings, got ${describe(value)}`)
+    keys[name] = list.map((key) => checkKey(`apiKeys.${name}`, key))
   }
   if (LEVEL_NAMES.every((name) => keys[name].length === 0)) {
     optionError(
-      apiKeys !== undefined
-        ? 'apiKeys must hold at least one key (read, readLock or write)'
-        : `the lock service needs at least one API key: pass apiKeys: { read, readLock, write } or set ${KEY_ENV.write} ` +
-            `(and optionally ${KEY_ENV.readLock}, ${KEY_ENV.read}); e.g. ${KEY_ENV.write}=$(openssl rand -hex 24)`,
+      fromEnv
+        ? `the lock service needs at least one API key: pass apiKeys: { read, readLock, write } or set ${KEY_ENV.write} ` +
+            `(and optionally ${KEY_ENV.readLock}, ${KEY_ENV.read}); e.g. ${KEY_ENV.write}=$(openssl rand -hex 24)`
+        : 'apiKeys must hold at least one key (read, readLock or write)',
     )
   }
   return new KeyRing(keys)

@@ -97,8 +97,9 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
     ...(isLoggerInstance(logger) ? { loggerInstance: logger } : { logger: logger as FastifyServerOptions['logger'] }),
   }) as unknown as FastifyInstance
 
-  // Any content type is read as JSON (curl -d sends form-urlencoded by default); application/json
-  // keeps Fastify's own parser, which also refuses prototype poisoning.
+  // Any content type is read as JSON (curl -d sends form-urlencoded, fetch text/plain by default);
+  // application/json keeps Fastify's own parser, which also refuses prototype poisoning.
+  app.removeContentTypeParser('text/plain')
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     try {
       done(null, body === '' ? undefined : JSON.parse(body as string))

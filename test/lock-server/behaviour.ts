@@ -133,15 +133,15 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         }
       })
 
-      it('JSON sent as form-urlencoded (curl -d) is read as JSON', async () => {
-        const name = uniqueName('curl')
-        const r = await svc.call('POST', '/resource', {
-          raw: JSON.stringify({ name, timeout: 7 }),
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        })
-        expect(r.status).toBe(201)
-        expect(r.body).toEqual({ name, timeout: 7 })
-      })
+      it.each(['application/x-www-form-urlencoded', 'text/plain;charset=UTF-8', 'application/octet-stream'])(
+        'JSON sent as %s (curl -d, fetch defaults) is read as JSON',
+        async (type) => {
+          const name = uniqueName('curl')
+          const r = await svc.call('POST', '/resource', { raw: JSON.stringify({ name, timeout: 7 }), headers: { 'content-type': type } })
+          expect(r.status).toBe(201)
+          expect(r.body).toEqual({ name, timeout: 7 })
+        },
+      )
 
       it('DELETE /resource/:name removes it and all its data; 404 when unknown', async () => {
         const name = await resource()
