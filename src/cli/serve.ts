@@ -94,7 +94,7 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
       app = createLockServer({ store, apiKeys, bodyLimit: options.bodyLimit, logger: { level: options.logLevel } })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
-      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'airlock serve'))
+      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'serve'))
       throw err
     }
     const stopped = new Promise<NodeJS.Signals>((resolve) => {
