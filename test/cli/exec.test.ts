@@ -101,12 +101,16 @@ describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', (
   })
 
   it('forwards the exit status, and 128+N when the command dies by signal N; the slot is released each time', async () => {
-    const name = uniq('status')
-    expect((await exec(name, [], child('exit', '7')).exited).code).toBe(7)
-    expect((await exec(name, [], child('exit', '0')).exited).code).toBe(0)
-    expect((await exec(name, [], child('kill-self', 'SIGKILL')).exited).code).toBe(137)
-    expect((await exec(name, [], child('kill-self', 'SIGTERM')).exited).code).toBe(143)
-    expect(await sem(name).getState()).toMatchObject({ held: 0 })
+    const cases: [string[], number][] = [
+      [child('exit', '7'), 7],
+      [child('exit', '0'), 0],
+      [child('kill-self', 'SIGKILL'), 137],
+      [child('kill-self', 'SIGTERM'), 143],
+    ]
+    const names = cases.map(() => uniq('status'))
+    const codes = await Promise.all(cases.map(async ([command], i) => (await exec(names[i]!, [], command).exited).code))
+    expect(codes).toEqual(cases.map(([, code]) => code))
+    for (const name of names) expect(await sem(name).getState()).toMatchObject({ held: 0 })
   })
 
   it('forwards SIGHUP, SIGQUIT, SIGUSR2 and SIGINT to the command, and exits with its status', async () => {
