@@ -84,7 +84,8 @@ describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', (
 
   it('a SIGKILLed runner keeps its slot until --ttl, then a waiting run gets in', async () => {
     const name = uniq('crash')
-    const runner = exec(name, ['--ttl', '2s'], child('hold'))
+    // ttl 5 s: the busy check below must start and finish while the slot lives (at least 3.3 s after the kill).
+    const runner = exec(name, ['--ttl', '5s'], child('hold'))
     const out = await runner.waitFor(/started \d+/)
     const orphan = Number(/started (\d+)/.exec(out)![1])
     try {

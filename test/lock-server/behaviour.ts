@@ -293,27 +293,31 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
       })
 
       it('a lock expires after the resource timeout; coming back with the ticket extends it', async () => {
+        // timeout 4 s. Checkpoints come from measured request times, with a second or more of slack.
         const name = uniqueName('short')
-        await svc.call('POST', '/resource', { json: { name, timeout: 3 } })
+        await svc.call('POST', '/resource', { json: { name, timeout: 4 } })
         const path = `/resource/${name}/s`
-        const started = Date.now()
         const ta = (await svc.call('GET', path)).headers.get('x-ticket')!
-        await sleep(2_000 - (Date.now() - started))
-        expect((await svc.call('GET', path, { ticket: ta })).status).toBe(200) // extended to now + 3 s
-        await sleep(3_500 - (Date.now() - started))
-        // Without the extension A's lock would have ended at 3 s.
+        const firstExpiry = Date.now() + 4_000 // at the latest
+        await sleep(2_000)
+        const relockSent = Date.now()
+        expect((await svc.call('GET', path, { ticket: ta })).status).toBe(200) // extended to now + 4 s
+        const relockDone = Date.now()
+        // Past A's first expiry, yet before the extended one (at least relockSent + 4 s): still A's.
+        await sleep(Math.max(0, firstExpiry + 400 - Date.now()))
+        expect(Date.now()).toBeLessThan(relockSent + 4_000)
         const b = await svc.call('GET', path)
         expect(b.status).toBe(202)
         const tb = b.headers.get('x-ticket')!
-        // Past the extended expiry (about 5 s), the lock is free and B, at the head, gets it.
-        await sleep(5_600 - (Date.now() - started))
+        // Past the extended expiry, the lock is free and B, at the head, gets it.
+        await sleep(Math.max(0, relockDone + 4_500 - Date.now()))
         const b2 = await svc.call('GET', path, { ticket: tb })
         expect(b2.status).toBe(200)
         expect((await svc.call('PUT', path, { ticket: ta, json: 'late' })).status).toBe(409)
         expect((await svc.call('POST', `${path}/unlock`, { ticket: tb })).status).toBe(200)
         expect((await svc.call('PUT', path, { ticket: ta, json: 'late' })).status).toBe(403)
         expect((await svc.call('GET', `${path}?lock=0`)).text).toBe('null')
-      }, 20_000)
+      }, 30_000)
 
       it('400 for a bad ticket, a missing ticket, a bad flag or a bad selector', async () => {
         const name = await resource()
