@@ -1,6 +1,7 @@
 /**
- * airlock-shield: a distributed semaphore with leases (memory or Redis), and the web gate built on it
- * (`airlockShield` for Fastify 5, `airlock` for Express 4 and 5).
+ * airlock-shield: a distributed semaphore with leases (memory or Redis), and what is built on it:
+ * the web gate (`airlockShield` for Fastify 5, `airlock` for Express 4 and 5), the waiting room,
+ * `throttle` for functions, and the HTTP lock service (`createLockServer`).
  * @packageDocumentation
  */
 export { AirlockError, isAirlockError, type AirlockErrorCode } from './core/errors.js'
@@ -16,6 +17,7 @@ export {
   type SemaphoreOptions,
   type SemaphoreState,
 } from './core/semaphore.js'
+export { throttle, type Throttled, type ThrottleOptions } from './core/throttle.js'
 export {
   assertVisitorId,
   createWaitingRoom,
@@ -76,4 +78,16 @@ export {
   type AirlockRouteGateOptions,
   type AirlockShieldOptions,
 } from './fastify.js'
+export { createLockServer, type LockServerOptions } from './lock-server/server.js'
+export { KEY_ENV, type ApiKeys, type KeyList } from './lock-server/keys.js'
+export type { LockQueueOptions } from './lock-server/locks.js'
+export {
+  memoryResources,
+  MemoryResources,
+  redisResources,
+  RedisResources,
+  type RedisResourcesOptions,
+  type ResourceDefinition,
+  type ResourceStorage,
+} from './lock-server/resources.js'
 export { airlock, type AirlockMiddleware, type ExpressLikeRequest, type ExpressLikeResponse } from './express.js'

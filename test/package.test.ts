@@ -3,7 +3,8 @@
  * node_modules, then loaded with both `import` and `require` in separate Node processes.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from './helpers/redis.js'
@@ -15,6 +16,7 @@ describe('packed package', () => {
   let dir: string
   let redis: PrivateRedis | undefined
   let files: string[]
+  let tarball: string
 
   beforeAll(async () => {
     // Inside the repo's node_modules, so the optional peer ioredis resolves as a user's would.
@@ -26,6 +28,7 @@ describe('packed package', () => {
     })
     const info = JSON.parse(out) as Array<{ filename: string; files: { path: string }[] }>
     files = info[0]!.files.map((f) => f.path)
+    tarball = join(dir, info[0]!.filename)
     const pkgDir = join(dir, 'node_modules', 'airlock-shield')
     mkdirSync(pkgDir, { recursive: true })
     execFileSync('tar', ['-xzf', join(dir, info[0]!.filename), '-C', pkgDir, '--strip-components', '1'])
@@ -38,7 +41,7 @@ describe('packed package', () => {
   })
 
   it('ships dist, README, LICENSE and CHANGELOG, and no sources or tests', () => {
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'README.md', 'LICENSE', 'package.json']))
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/cli.js', 'README.md', 'LICENSE', 'package.json']))
     expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false)
   })
 
@@ -56,15 +59,20 @@ if (process.env.REDIS_URL) {
 }
 let code = ''
 try { createSemaphore({ name: 'x', limit: 0, ttl: 1 }) } catch (e) { code = e.code + ':' + (e instanceof AirlockError) }
-console.log(JSON.stringify({ first: lease !== null, second: second === null, redisResult, code }))
+const limited = throttle(async (x) => x * 2, { semaphore: sem })
+const app = createLockServer({ apiKeys: { write: 'packed-package-key-0123' } })
+const health = (await app.inject('/health')).statusCode
+await app.close()
+await lease.release()
+console.log(JSON.stringify({ first: lease !== null, second: second === null, redisResult, code, throttled: await limited(21), health }))
 `
 
   it.each([
-    ['ESM import', 'esm.mjs', "import { createSemaphore, redisStore, AirlockError } from 'airlock-shield'\nimport { Redis } from 'ioredis'"],
+    ['ESM import', 'esm.mjs', "import { createSemaphore, redisStore, AirlockError, throttle, createLockServer } from 'airlock-shield'\nimport { Redis } from 'ioredis'"],
     [
       'CJS require',
       'cjs.cjs',
-      "const { createSemaphore, redisStore, AirlockError } = require('airlock-shield')\nconst { Redis } = require('ioredis')\n;(async () => {",
+      "const { createSemaphore, redisStore, AirlockError, throttle, createLockServer } = require('airlock-shield')\nconst { Redis } = require('ioredis')\n;(async () => {",
     ],
   ])('%s works', (_label, file, load) => {
     const body = file.endsWith('.cjs') ? script(load) + '})()' : script(load)
@@ -81,6 +89,57 @@ console.log(JSON.stringify({ first: lease !== null, second: second === null, red
       second: true,
       redisResult: redis ? 'true,true' : 'skipped',
       code: 'ERR_AIRLOCK_OPTION:true',
+      throttled: 42,
+      health: 200,
+    })
+  })
+
+  it('the airlock executable runs a command under a Redis semaphore (ioredis resolved as a peer)', () => {
+    const cli = join(dir, 'node_modules', 'airlock-shield', 'dist', 'cli.js')
+    expect(spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' }).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
+    if (!redis) return
+    const run = spawnSync(
+      process.execPath,
+      [cli, 'exec', '--name', `pkg-cli-${process.pid}`, '--redis', redis.url, '--', process.execPath, '-e', 'process.exit(3)'],
+      { cwd: dir, encoding: 'utf8', timeout: 30_000 },
+    )
+    expect(run.stderr).toBe('')
+    expect(run.status).toBe(3)
+  })
+
+  describe('installed with npm where no optional peer is installed', () => {
+    let app: string
+    beforeAll(() => {
+      // Outside the repo, so neither ioredis nor fastify can be found up the tree.
+      app = mkdtempSync(join(tmpdir(), 'airlock-npx-'))
+      writeFileSync(join(app, 'package.json'), '{"name":"npx-check","private":true}')
+      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app, stdio: 'ignore' })
+    }, 120_000)
+    afterAll(() => {
+      rmSync(app, { recursive: true, force: true })
+    })
+    const npx = (args: string[], env: Record<string, string> = {}) =>
+      spawnSync('npx', ['--no-install', 'airlock', ...args], { cwd: app, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 })
+
+    it('npx airlock --help works; the bin is executable', () => {
+      expect(statSync(join(app, 'node_modules', '.bin', 'airlock')).mode & 0o111).not.toBe(0)
+      const help = npx(['--help'])
+      expect(help.status).toBe(0)
+      expect(help.stdout).toMatch(/^Usage: airlock <command>/)
+      expect(help.stdout).toMatch(/exec +run a command/)
+      expect(npx(['exec', '--help']).stdout).toContain('--redis URL')
+    })
+
+    it('--redis without ioredis: exit 69 and one line saying how to add it', () => {
+      const run = npx(['exec', '--name', 'x', '--redis', 'redis://127.0.0.1:6399', '--', 'true'])
+      expect(run.status).toBe(69)
+      expect(run.stderr).toContain('airlock: --redis needs the optional dependency ioredis, which is not installed: npm install ioredis\n')
+    })
+
+    it('serve without fastify: exit 69 and one line saying how to add it', () => {
+      const run = npx(['serve', '--port', '0'], { AIRLOCK_WRITE_KEY: 'npx-check-key-0123456789' })
+      expect(run.status).toBe(69)
+      expect(run.stderr).toContain('airlock: serve needs the optional dependency fastify, which is not installed: npm install fastify\n')
     })
   })
 })

@@ -6,6 +6,7 @@
  * - `ERR_AIRLOCK_STORE_UNAVAILABLE`: the store did not answer within its budget.
  * - `ERR_AIRLOCK_LEASE_LOST`: a lease could not be kept alive (`run` with `autoRefresh`).
  * - `ERR_AIRLOCK_CLOSED`: the store was closed.
+ * - `ERR_AIRLOCK_PEER_MISSING`: an optional peer dependency this feature needs is not installed.
  */
 export type AirlockErrorCode =
   | 'ERR_AIRLOCK_OPTION'
@@ -13,6 +14,7 @@ export type AirlockErrorCode =
   | 'ERR_AIRLOCK_STORE_UNAVAILABLE'
   | 'ERR_AIRLOCK_LEASE_LOST'
   | 'ERR_AIRLOCK_CLOSED'
+  | 'ERR_AIRLOCK_PEER_MISSING'
 
 /** The one error class this package throws. Check `err.code`, never the message. */
 export class AirlockError extends Error {

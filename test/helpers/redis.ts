@@ -80,7 +80,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<PrivateRedis
 
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
     const p = proc
-    if (!p || p.exitCode !== null) return
+    if (!p || p.exitCode !== null || p.signalCode !== null) return // already exited (a death by signal leaves exitCode null)
     await new Promise<void>((resolve) => {
       p.once('exit', () => resolve())
       p.kill(signal)

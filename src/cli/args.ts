@@ -1,0 +1,140 @@
+/**
+ * A small, strict flag parser: `--flag value`, `--flag=value`, short aliases, `--` to end the
+ * flags. Unknown flags, missing values and repeated flags are usage errors naming the flag.
+ */
+import { safeName } from '../core/validate.js'
+import { UsageError } from './exit.js'
+
+export interface FlagSpec {
+  /** Long name, without the dashes. */
+  name: string
+  /** One-letter alias, without the dash. */
+  short?: string
+  /** Placeholder of the value in help (`N`, `URL`); absent for a switch. */
+  value?: string
+  /** One line for `--help`. */
+  help: string
+}
+
+export interface ParsedFlags {
+  /** Values of the flags given (switches hold `''`). */
+  flags: Map<string, string>
+  /** Everything after the flags: after `--`, or from the first non-flag word on. */
+  rest: string[]
+}
+
+/**
+ * Parses `argv` against `specs`. With `positionals: false` any non-flag word is a usage error;
+ * with `true` the first one starts `rest` (a command and its own arguments, never parsed here).
+ */
+export function parseFlags(argv: readonly string[], specs: readonly FlagSpec[], positionals: boolean): ParsedFlags {
+  const flags = new Map<string, string>()
+  const byName = new Map(specs.map((s) => [s.name, s]))
+  const byShort = new Map(specs.filter((s) => s.short).map((s) => [s.short!, s]))
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '--') return { flags, rest: argv.slice(i + 1) }
+    if (!arg.startsWith('-') || arg === '-') {
+      if (positionals) return { flags, rest: argv.slice(i) }
+      throw new UsageError(`unexpected argument '${arg}'`)
+    }
+    let spec: FlagSpec | undefined
+    let inline: string | undefined
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=')
+      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
+      if (eq !== -1) inline = arg.slice(eq + 1)
+      spec = byName.get(name)
+      if (!spec) throw new UsageError(`unknown flag --${name}`)
+    } else {
+      spec = arg.length === 2 ? byShort.get(arg[1]!) : undefined
+      if (!spec) throw new UsageError(`unknown flag ${arg}`)
+    }
+    const shown = `--${spec.name}`
+    if (flags.has(spec.name)) throw new UsageError(`${shown} is given twice`)
+    if (spec.value === undefined) {
+      if (inline !== undefined) throw new UsageError(`${shown} takes no value`)
+      flags.set(spec.name, '')
+      continue
+    }
+    let value = inline
+    if (value === undefined) {
+      const next = argv[i + 1]
+      if (next === undefined || next.startsWith('--')) throw new UsageError(`${shown} needs a value (${shown} ${spec.value})`)
+      value = next
+      i++
+    }
+    flags.set(spec.name, value)
+  }
+  return { flags, rest: [] }
+}
+
+/** Renders flags as aligned help lines. */
+export function flagHelp(specs: readonly FlagSpec[]): string {
+  const left = specs.map((s) => `${s.short ? `-${s.short}, ` : '    '}--${s.name}${s.value ? ` ${s.value}` : ''}`)
+  const width = Math.max(...left.map((l) => l.length)) + 2
+  return specs.map((s, i) => `  ${left[i]!.padEnd(width)}${s.help}`).join('\n')
+}
+
+/** A positive integer flag (`--limit 3`). */
+export function integerFlag(flag: string, value: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
+  const n = /^\d+$/.test(value) ? Number(value) : NaN
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? (min === 1 ? 'a positive integer' : `an integer of at least ${min}`) : `an integer from ${min} to ${max}`
+    throw new UsageError(`--${flag} must be ${range}, got '${value}'`)
+  }
+  return n
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/**
+ * A duration flag: milliseconds (`60000`) or a number with a unit (`500ms`, `30s`, `5m`, `1h`).
+ * With `forever`, the words `forever`/`infinity` mean no limit.
+ */
+export function durationFlag(flag: string, value: string, options: { min: number; forever?: boolean }): number {
+  if (options.forever && /^(forever|infinity)$/i.test(value)) return Infinity
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value)
+  const ms = match ? Math.round(Number(match[1]) * UNITS[match[2] ?? 'ms']!) : NaN
+  if (!Number.isSafeInteger(ms) || ms < options.min) {
+    const what = options.min > 0 ? 'a positive duration' : 'a duration'
+    throw new UsageError(
+      `--${flag} must be ${what} in ms or with a unit (500ms, 30s, 5m, 1h)${options.forever ? ", or 'forever'" : ''}, got '${value}'`,
+    )
+  }
+  return ms
+}
+
+/** A name flag (`--name report`), with the same rule as semaphore names. */
+export function nameFlag(flag: string, value: string): string {
+  try {
+    return safeName(`--${flag}`, value)
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+}
+
+/** A Redis URL flag: `redis://[user:password@]host[:port][/db]` or `rediss://` (TLS). */
+export function redisUrlFlag(flag: string, value: string): string {
+  let url: URL | undefined
+  try {
+    url = new URL(value)
+  } catch {
+    url = undefined
+  }
+  if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:')) {
+    throw new UsageError(`--${flag} must be a redis:// or rediss:// URL (redis://127.0.0.1:6379), got '${redactUrl(value)}'`)
+  }
+  return value
+}
+
+/** The URL with any password replaced by `***`, for messages and logs. */
+export function redactUrl(value: string): string {
+  try {
+    const url = new URL(value)
+    if (url.password) url.password = '***'
+    return url.toString()
+  } catch {
+    return value.replace(/:[^:@/]*@/, ':***@')
+  }
+}
