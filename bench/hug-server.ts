@@ -126,20 +126,23 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
     return reply.type('text/html').send(PAGE)
   })
   app.post('/done', async (_request, reply) => ({ released: (await reply.airlock?.release()) ?? false }))
-  await app.listen({ port: 0, host: '127.0.0.1', backlog: 4096 })
   if (shield) {
-    const sampler = setInterval(() => {
-      const counters = c
-      app.airlockGate.state().then(
-        (st) => {
-          counters.held.push(st.held)
-          counters.waiting.push(st.waiting)
-        },
-        () => {},
-      )
-    }, 250)
+    let sampler: NodeJS.Timeout | undefined
+    app.addHook('onReady', async () => {
+      sampler = setInterval(() => {
+        const counters = c
+        app.airlockGate.state().then(
+          (st) => {
+            counters.held.push(st.held)
+            counters.waiting.push(st.waiting)
+          },
+          () => {},
+        )
+      }, 250)
+    })
     app.addHook('onClose', async () => clearInterval(sampler))
   }
+  await app.listen({ port: 0, host: '127.0.0.1', backlog: 4096 })
   return { app, counters: () => c, reset: () => void (c = fresh()) }
 }
 

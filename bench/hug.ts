@@ -18,7 +18,7 @@
  * the unloaded latency of each app (one visitor, sequential pages). Everything stops by itself: no
  * new request after SECONDS, requests still open 2 s later are cut.
  *
- * Env: VISITORS, SECONDS, RAMP, ABORT_SHARE, CAPACITY, LIMIT, WORK_MS, SCENARIOS (RegExp on the app
+ * Env: VISITORS, SECONDS, RAMP, ABORT_SHARE, CAPACITY, LIMIT, WORK_MS, UNLOADED_PAGES (20), SCENARIOS (RegExp on the app
  * names: unshielded, request-memory, request-redis, session-redis, queue-redis), BENCH_RESULTS=<dir>.
  */
 import { spawn } from 'node:child_process'
@@ -36,7 +36,7 @@ const ABORT_SHARE = envNumber('ABORT_SHARE', 0.2)
 const CAPACITY = envNumber('CAPACITY', 50)
 const LIMIT = envNumber('LIMIT', CAPACITY)
 const WORK_MS = envNumber('WORK_MS', 50)
-const UNLOADED_PAGES = 20
+const UNLOADED_PAGES = envNumber('UNLOADED_PAGES', 20)
 const GRACE_MS = 2000
 const only = process.env.SCENARIOS ? new RegExp(process.env.SCENARIOS) : undefined
 const started = performance.now()
