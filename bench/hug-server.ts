@@ -12,7 +12,7 @@
  * Prints one JSON line `{ [app]: port }` once listening. IPC: `stats` → counters of every app since
  * the last `reset`; `reset` → zeroes them. SIGTERM closes everything.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import { airlockShield, memoryStore, redisStore, type AirlockShieldOptions } from '../src/index.js'
@@ -45,6 +45,10 @@ interface Counters {
   status: Record<string, number>
   connections: number
   peakConnections: number
+  /** ms from the request's arrival to the handler (the gate's decision, plus event-loop waits). */
+  toHandlerMs: number[]
+  /** ms from the request's arrival to the end of a page (200) response, as the server sees it. */
+  pageMs: number[]
   /** The gate's slots held and line length, sampled every 250 ms (shielded apps). */
   held: number[]
   waiting: number[]
@@ -63,6 +67,8 @@ const fresh = (): Counters => ({
   status: {},
   connections: 0,
   peakConnections: 0,
+  toHandlerMs: [],
+  pageMs: [],
   held: [],
   waiting: [],
   arrivals: [],
@@ -92,6 +98,9 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
     counters.peakConnections = Math.max(counters.peakConnections, counters.connections)
     socket.once('close', () => counters.connections--)
   })
+  // Application hooks run before route-level ones (the gate's): this sees the request first.
+  const arrivedAt = new WeakMap<object, number>()
+  app.addHook('onRequest', async (request) => void arrivedAt.set(request, performance.now()))
   if (shield) {
     await app.register(airlockShield, shield)
     // The waiting room's order, seen from the server: when each ticket was issued, when each was admitted.
@@ -105,12 +114,14 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
       }
     })
   }
-  app.addHook('onResponse', async (_request, reply) => {
+  app.addHook('onResponse', async (request, reply) => {
     c.status[reply.statusCode] = (c.status[reply.statusCode] ?? 0) + 1
+    if (reply.statusCode === 200 && request.method === 'GET') c.pageMs.push(performance.now() - (arrivedAt.get(request) ?? performance.now()))
   })
-  app.get('/', async (_request, reply) => {
+  app.get('/', async (request, reply) => {
     const counters = c
     counters.backend++
+    counters.toHandlerMs.push(performance.now() - (arrivedAt.get(request) ?? performance.now()))
     const d = reply.airlock?.decision // undefined on the unshielded app
     if (d?.kind === 'admit' && d.reason === 'store-unavailable') counters.failOpen++
     inFlight++

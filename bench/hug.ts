@@ -308,6 +308,8 @@ interface ServerStats {
       admissions: string[]
       held: number[]
       waiting: number[]
+      toHandlerMs: number[]
+      pageMs: number[]
     }
   >
   loopDelayP99: number
@@ -366,6 +368,8 @@ function summarize(s: (typeof SCENARIOS)[number], run: Run, server: ServerStats,
     backend: { requests: st.backend, ok: st.backend200, errors500: st.backend500, maxInFlight: st.maxInFlight, failOpen: st.failOpen },
     backend500Share: st.backend500 / Math.max(1, st.backend),
     slotsHeldMean: mean(st.held),
+    toHandlerMs: { p50: percentile(st.toHandlerMs, 50), p99: percentile(st.toHandlerMs, 99) },
+    serverPageMs: { p50: percentile(st.pageMs, 50), p90: percentile(st.pageMs, 90), p99: percentile(st.pageMs, 99) },
     lineMean: mean(st.waiting),
     pageMs: { p50: percentile(run.pageMs, 50), p90: percentile(run.pageMs, 90), p99: percentile(run.pageMs, 99), max: Math.max(0, ...run.pageMs) },
     unloadedMs: { p50: percentile(unloadedMs[s.app]!, 50), p99: percentile(unloadedMs[s.app]!, 99) },
@@ -450,6 +454,8 @@ const rowsOf: [string, (r: (typeof results)[number]) => string | number][] = [
   ['page latency p50 ms', (r) => ms(r.pageMs.p50)],
   ['page latency p90 ms', (r) => ms(r.pageMs.p90)],
   ['page latency p99 ms', (r) => ms(r.pageMs.p99)],
+  ['server: page time p50 / p90 / p99 ms', (r) => `${ms(r.serverPageMs.p50)} / ${ms(r.serverPageMs.p90)} / ${ms(r.serverPageMs.p99)}`],
+  ['server: request to handler p50 / p99 ms', (r) => `${fixed(r.toHandlerMs.p50, 1)} / ${fixed(r.toHandlerMs.p99, 1)}`],
   ['event loop delay p99 ms (server / client)', (r) => `${ms(r.serverLoopP99)} / ${ms(r.clientLoopP99)}`],
 ]
 const markdown = markdownTable(

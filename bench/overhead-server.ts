@@ -99,6 +99,15 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
     false,
     () => fastifySite(async (app) => void (await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis() }) }))),
   ],
+  'fastify + gate, request mode, redis, auto-pipelining': [
+    false,
+    () =>
+      fastifySite(async (app) => {
+        // The same on an ioredis client with enableAutoPipelining: commands issued in one turn of the
+        // event loop share one socket write.
+        await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis({ enableAutoPipelining: true }) }) })
+      }),
+  ],
   'fastify + redis-semaphore per request': [false, () => fastifySite(redisSemaphoreGate)],
   'fastify + @fastify/under-pressure': [
     false,

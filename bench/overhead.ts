@@ -5,7 +5,7 @@
  * Scenarios, each its own app answering `hello world` in one server process (bench/overhead-server.ts),
  * loopback only, autocannon in this process:
  * - bare Fastify 5; Fastify + gate for pass holders (memory store, Redis store); Fastify + gate in
- *   request mode (Redis); the peers: a `redis-semaphore` gate (acquire/release per request),
+ *   request mode (Redis; and on an ioredis client with auto-pipelining); the peers: a `redis-semaphore` gate (acquire/release per request),
  *   `@fastify/under-pressure`, `@fastify/rate-limit` on Redis;
  * - bare Express 5; Express + gate for pass holders (memory, Redis).
  * Ratios are to the bare app of the same framework. Scenarios alternate (A B C ..., A B C ...) so
@@ -64,11 +64,18 @@ async function passCookie(port: number): Promise<string> {
   return full
 }
 
-const headers: Record<string, Record<string, string>> = {}
-for (const [name, t] of Object.entries(targets)) headers[name] = t.pass ? { cookie: await passCookie(t.port) } : {}
+/**
+ * One run of autocannon. Pass holders get a fresh pass first, as a browser keeps the renewed cookie:
+ * autocannon cannot store cookies, and a pass sent unchanged for longer than its life (60 s) would
+ * expire and every request would take a new slot.
+ */
+async function headersFor(name: string): Promise<Record<string, string>> {
+  const t = targets[name]!
+  return t.pass ? { cookie: await passCookie(t.port) } : {}
+}
 
-function run(name: string, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers: headers[name] })
+function load(name: string, seconds: number, headers: Record<string, string>): Promise<autocannon.Result> {
+  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers })
 }
 
 /** CPU time (user + system, µs) used so far by the server process. */
@@ -87,6 +94,18 @@ async function redisCpu(): Promise<number> {
   return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
 }
 
+/** Redis commands run since the last call (`INFO commandstats`, then `CONFIG RESETSTAT`): name → calls, µs. */
+async function redisCommands(): Promise<Record<string, { calls: number; usec: number }>> {
+  const info = await redisClient.info('commandstats')
+  await redisClient.config('RESETSTAT')
+  const out: Record<string, { calls: number; usec: number }> = {}
+  for (const m of info.matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+    if (m[1] === 'info' || m[1] === 'config|resetstat' || m[1] === 'config') continue
+    out[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) }
+  }
+  return out
+}
+
 interface Sample {
   rps: number
   p50: number
@@ -98,17 +117,22 @@ interface Sample {
   redisCpu: number
   non2xx: number
   errors: number
+  commands: Record<string, { calls: number; usec: number }>
+  requests: number
 }
 
 // Warm up every app (JIT, connections, Redis scripts).
-if (WARMUP > 0) for (const name of Object.keys(targets)) await run(name, WARMUP)
+if (WARMUP > 0) for (const name of Object.keys(targets)) await load(name, WARMUP, await headersFor(name))
 
 const samples: Record<string, Sample[]> = {}
 for (let round = 0; round < ROUNDS; round++) {
   for (const name of Object.keys(targets)) {
+    const headers = await headersFor(name)
+    await redisCommands()
     const [cpu0, rcpu0] = [await serverCpu(), await redisCpu()]
-    const r = await run(name, SECONDS)
+    const r = await load(name, SECONDS, headers)
     const [cpu1, rcpu1] = [await serverCpu(), await redisCpu()]
+    const commands = await redisCommands()
     const n = Math.max(1, r.requests.total)
     ;(samples[name] ??= []).push({
       rps: r.requests.total / Math.max(r.duration, 1e-3),
@@ -119,6 +143,8 @@ for (let round = 0; round < ROUNDS; round++) {
       redisCpu: (rcpu1 - rcpu0) / n,
       non2xx: r.non2xx,
       errors: r.errors + r.timeouts,
+      commands,
+      requests: n,
     })
   }
 }
@@ -135,7 +161,26 @@ const rows = Object.entries(samples).map(([name, ss]) => ({
   non2xx: ss.reduce((a, s) => a + s.non2xx, 0),
   errors: ss.reduce((a, s) => a + s.errors, 0),
   runs: ss.map((s) => Math.round(s.rps)),
+  redisCommands: perRequest(ss),
 }))
+
+/** Redis commands per HTTP request over all rounds, with the server-side µs each took. */
+function perRequest(ss: Sample[]): Record<string, { perRequest: number; usecPerCall: number }> {
+  const requests = ss.reduce((a, s) => a + s.requests, 0)
+  const sum: Record<string, { calls: number; usec: number }> = {}
+  for (const s of ss) {
+    for (const [k, v] of Object.entries(s.commands)) {
+      const t = (sum[k] ??= { calls: 0, usec: 0 })
+      t.calls += v.calls
+      t.usec += v.usec
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(sum)
+      .filter(([, v]) => v.calls / requests >= 0.001)
+      .map(([k, v]) => [k, { perRequest: v.calls / requests, usecPerCall: v.usec / v.calls }]),
+  )
+}
 const bare = (framework: string) => rows.find((r) => r.framework === framework && r.name.endsWith(' bare'))
 const table = rows.map((r) => {
   const b = bare(r.framework)
@@ -170,6 +215,12 @@ console.log(
     "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
     '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
 )
+console.log('\nRedis commands per request (server-side µs per call, INFO commandstats):')
+for (const r of table) {
+  const cmds = Object.entries(r.redisCommands)
+  if (cmds.length === 0) continue
+  console.log(`- ${r.name}: ${cmds.map(([k, v]) => `${k} ${v.perRequest.toFixed(2)} (${v.usecPerCall.toFixed(1)} µs)`).join(', ')}`)
+}
 for (const r of table) if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
 const file = writeResults('overhead', {
   machine: m,

@@ -6,7 +6,7 @@
  *
  *   npm run bench:semaphore            (or: npx tsx bench/semaphore.ts [--seconds 2] [--rounds 3])
  *
- * Env (flags win): SECONDS per run (2), ROUNDS (3), WARMUP seconds per scenario (= SECONDS),
+ * Env (flags win): SECONDS per run (2), ROUNDS (3), WARMUP seconds per scenario (0.5),
  * BENCH_RESULTS=<dir> to write semaphore.json.
  */
 import { parseArgs } from 'node:util'
@@ -21,7 +21,7 @@ const { values } = parseArgs({
 })
 const seconds = values.seconds !== undefined ? Number(values.seconds) : envNumber('SECONDS', 2)
 const rounds = values.rounds !== undefined ? Number(values.rounds) : envNumber('ROUNDS', 3)
-const warmup = envNumber('WARMUP', seconds)
+const warmup = envNumber('WARMUP', 0.5)
 const started = Date.now()
 
 interface Scenario {

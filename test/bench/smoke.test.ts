@@ -46,6 +46,7 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       'fastify + gate, pass holders, memory',
       'fastify + gate, pass holders, redis',
       'fastify + gate, request mode, redis',
+      'fastify + gate, request mode, redis, auto-pipelining',
       'fastify + redis-semaphore per request',
       'fastify + @fastify/under-pressure',
       'fastify + @fastify/rate-limit, redis',
