@@ -322,6 +322,16 @@ function ask<T>(msg: 'stats' | 'reset'): Promise<T> {
   })
 }
 
+/** Script calls and CPU of the private redis-server since the last call (resets its command stats). */
+const redisInfo = redis.client()
+async function redisUsage(): Promise<{ scripts: number; scriptUsec: number; cpuUs: number }> {
+  const [commands, cpu] = [await redisInfo.info('commandstats'), await redisInfo.info('cpu')]
+  await redisInfo.config('RESETSTAT')
+  const script = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(commands)
+  const get = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0)
+  return { scripts: Number(script?.[1] ?? 0), scriptUsec: Number(script?.[2] ?? 0), cpuUs: (get('used_cpu_user') + get('used_cpu_sys')) * 1e6 }
+}
+
 /** Unloaded latency: one visitor, UNLOADED_PAGES sequential pages, then done. */
 async function unloaded(app: string): Promise<number[]> {
   const run = new Run(ports[app]!, Number.POSITIVE_INFINITY)
@@ -392,9 +402,10 @@ function summarize(s: (typeof SCENARIOS)[number], run: Run, server: ServerStats,
   }
 }
 
-const results: ReturnType<typeof summarize>[] = []
+const results: (ReturnType<typeof summarize> & { redis: { scriptsPerSecond: number; usecPerScript: number; cpuShare: number } })[] = []
 for (const s of SCENARIOS) {
   await ask('reset')
+  const redis0 = await redisUsage()
   const clientLoop = monitorEventLoopDelay({ resolution: 10 })
   clientLoop.enable()
   const t0 = performance.now()
@@ -419,7 +430,13 @@ for (const s of SCENARIOS) {
   const elapsed = (performance.now() - t0) / 1000
   await sleep(200) // let the server see the connections close
   const server = await ask<ServerStats>('stats')
-  results.push(summarize(s, run, server, elapsed, clientLoop.percentile(99) / 1e6))
+  const redis1 = await redisUsage()
+  const redisLoad = {
+    scriptsPerSecond: redis1.scripts / elapsed,
+    usecPerScript: redis1.scripts > 0 ? redis1.scriptUsec / redis1.scripts : NaN,
+    cpuShare: (redis1.cpuUs - redis0.cpuUs) / (elapsed * 1e6),
+  }
+  results.push({ ...summarize(s, run, server, elapsed, clientLoop.percentile(99) / 1e6), redis: redisLoad })
   console.error(`hug: ${s.label} done in ${elapsed.toFixed(1)} s`)
 }
 
@@ -456,6 +473,7 @@ const rowsOf: [string, (r: (typeof results)[number]) => string | number][] = [
   ['page latency p99 ms', (r) => ms(r.pageMs.p99)],
   ['server: page time p50 / p90 / p99 ms', (r) => `${ms(r.serverPageMs.p50)} / ${ms(r.serverPageMs.p90)} / ${ms(r.serverPageMs.p99)}`],
   ['server: request to handler p50 / p99 ms', (r) => `${fixed(r.toHandlerMs.p50, 1)} / ${fixed(r.toHandlerMs.p99, 1)}`],
+  ['redis: scripts/s, µs each, CPU of one core', (r) => (r.app.endsWith('redis') ? `${fixed(r.redis.scriptsPerSecond)}, ${fixed(r.redis.usecPerScript, 1)}, ${pct(r.redis.cpuShare)}` : '-')],
   ['event loop delay p99 ms (server / client)', (r) => `${ms(r.serverLoopP99)} / ${ms(r.clientLoopP99)}`],
 ]
 const markdown = markdownTable(

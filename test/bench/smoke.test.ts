@@ -101,10 +101,16 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       expect(x.visitors, x.label).toBeGreaterThan(0)
       expect(x.answers, x.label).toBeGreaterThan(0)
     }
-    // Request mode counts requests in flight, so at limit = capacity the backend never sees too many.
-    for (const x of r.rows.filter((y: { app: string }) => y.app.startsWith('request-'))) {
+    // Request mode counts requests in flight, so at limit = capacity the backend never sees too many,
+    // unless the gate let requests in without a slot (onStoreError 'open' when the store answered
+    // later than storeTimeout, which a starved CI machine can cause on Redis; never on memory).
+    const requestRows = r.rows.filter((y: { app: string }) => y.app.startsWith('request-'))
+    expect(requestRows).toHaveLength(2)
+    for (const x of requestRows) {
+      if (x.backend.failOpen > 0) continue
       expect(x.backend.maxInFlight, x.label).toBeLessThanOrEqual(r.settings.capacity)
       expect(x.backend.errors500, x.label).toBe(0)
     }
+    expect(requestRows.find((x: { app: string }) => x.app === 'request-memory').backend.failOpen).toBe(0)
   })
 })
