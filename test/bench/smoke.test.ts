@@ -39,7 +39,7 @@ const row = (out: string, name: string): string | undefined => out.split('\n').f
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
   it('overhead: every scenario, Fastify and Express, with the peers', { timeout: 90_000 }, async () => {
-    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.5', WARMUP: '0', CONNECTIONS: '4' })
+    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' })
     expect(code, out).toBe(0)
     const names = [
       'fastify bare',
