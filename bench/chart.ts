@@ -48,10 +48,11 @@ function barChart(opts: {
   legend: Segment[]
   format: (v: number) => string
 }): string {
-  const width = 860
-  const left = 330
+  // Room for the longest label at about 7 px per character of 13 px text.
+  const left = 24 + Math.max(...opts.bars.map((b) => b.label.length)) * 7
+  const plot = 440
   const right = 110
-  const plot = width - left - right
+  const width = left + plot + right
   const row = opts.bars.some((b) => b.under) ? 34 : 26
   const top = 72
   const height = top + opts.bars.length * row + 56
