@@ -1,42 +1,148 @@
 /**
  * The servers measured by bench/overhead.ts, in their own process (so the load generator does not
- * share their event loop). Prints one JSON line with the ports once listening.
+ * share their event loop). Each scenario is its own app on its own loopback port, all answering
+ * `hello world` on `GET /`. Prints one JSON line (`{ [scenario]: { port, framework, pass } }`) once
+ * listening; answers `cpu` messages with its CPU usage; closes everything on SIGTERM.
+ *
+ * Env: BENCH_REDIS_PORT (required), SCENARIOS (a RegExp: only the scenarios whose name matches).
  */
+import type { Server } from 'node:http'
+import underPressure from '@fastify/under-pressure'
+import rateLimit from '@fastify/rate-limit'
+import express from 'express'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
-import { airlockShield, memoryStore, redisStore } from '../src/index.js'
+import { Redis, type RedisOptions } from 'ioredis'
+import { Semaphore as RedisSemaphore } from 'redis-semaphore'
+import { airlock, airlockShield, memoryStore, redisStore, type AirlockMiddleware } from '../src/index.js'
 
 const SECRET = 'bench-secret-that-is-at-least-32-bytes'
+/** High enough never to trip with the bench's connections: we measure the cost, not the limiting. */
+const LIMIT = 1000
 const redisPort = Number(process.env.BENCH_REDIS_PORT)
+const only = process.env.SCENARIOS ? new RegExp(process.env.SCENARIOS) : undefined
 const clients: Redis[] = []
-const redis = (): Redis => {
-  const c = new Redis({ port: redisPort, host: '127.0.0.1', maxRetriesPerRequest: 1 })
+const redis = (options: RedisOptions = {}): Redis => {
+  const c = new Redis({ port: redisPort, host: '127.0.0.1', maxRetriesPerRequest: 1, ...options })
   clients.push(c)
   return c
 }
 
-async function site(setup?: (app: FastifyInstance) => Promise<void>): Promise<FastifyInstance> {
+export type Framework = 'fastify' | 'express'
+interface App {
+  framework: Framework
+  /** The bench must send a pass cookie (fetched once before measuring). */
+  pass: boolean
+  port: number
+  close(): Promise<void>
+}
+
+async function fastifySite(setup?: (app: FastifyInstance) => Promise<void>): Promise<Omit<App, 'pass'>> {
   const app = Fastify({ logger: false })
   if (setup) await setup(app)
   app.get('/', async () => 'hello world')
   await app.listen({ port: 0, host: '127.0.0.1' })
-  return app
+  return { framework: 'fastify', port: (app.server.address() as { port: number }).port, close: () => app.close() }
 }
 
-const apps = {
-  bare: await site(),
-  'gate memory (pass)': await site(async (app) => {
-    await app.register(airlockShield, { limit: 1000, store: memoryStore(), secret: SECRET })
-  }),
-  'gate redis (pass)': await site(async (app) => {
-    await app.register(airlockShield, { limit: 1000, store: redisStore({ client: redis() }), secret: SECRET })
-  }),
-  'request mode redis': await site(async (app) => {
-    await app.register(airlockShield, { mode: 'request', limit: 1000, store: redisStore({ client: redis() }) })
-  }),
+async function expressSite(setup?: (app: express.Express) => AirlockMiddleware): Promise<Omit<App, 'pass'>> {
+  const app = express()
+  const gate = setup?.(app)
+  app.get('/', (_req, res) => {
+    res.send('hello world')
+  })
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  return {
+    framework: 'express',
+    port: (server.address() as { port: number }).port,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+      await gate?.close()
+    },
+  }
 }
-const ports = Object.fromEntries(Object.entries(apps).map(([k, a]) => [k, (a.server.address() as { port: number }).port]))
-console.log(JSON.stringify(ports))
+
+function use(app: express.Express, gate: AirlockMiddleware): AirlockMiddleware {
+  app.use(gate)
+  return gate
+}
+
+/** A `redis-semaphore` gate as its README shows it: a Semaphore per request, released when done. */
+async function redisSemaphoreGate(app: FastifyInstance): Promise<void> {
+  const client = redis()
+  const held = new WeakMap<object, RedisSemaphore>()
+  app.addHook('onRequest', async (request, reply) => {
+    const sem = new RedisSemaphore(client, 'bench-site', LIMIT, { lockTimeout: 30_000, acquireAttemptsLimit: 1 })
+    if (!(await sem.tryAcquire())) return reply.code(503).header('retry-after', '5').send('busy')
+    held.set(request, sem)
+  })
+  app.addHook('onResponse', async (request) => {
+    await held.get(request)?.release()
+  })
+}
+
+/** name → [pass cookie needed, how to build it]. Insertion order is the alternation order. */
+const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
+  'fastify bare': [false, () => fastifySite()],
+  'fastify + gate, pass holders, memory': [
+    true,
+    () => fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET }))),
+  ],
+  'fastify + gate, pass holders, redis': [
+    true,
+    () =>
+      fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
+  ],
+  'fastify + gate, request mode, redis': [
+    false,
+    () => fastifySite(async (app) => void (await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis() }) }))),
+  ],
+  'fastify + gate, request mode, redis, auto-pipelining': [
+    false,
+    () =>
+      fastifySite(async (app) => {
+        // The same on an ioredis client with enableAutoPipelining: commands issued in one turn of the
+        // event loop share one socket write.
+        await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis({ enableAutoPipelining: true }) }) })
+      }),
+  ],
+  'fastify + redis-semaphore per request': [false, () => fastifySite(redisSemaphoreGate)],
+  'fastify + @fastify/under-pressure': [
+    false,
+    () =>
+      fastifySite(async (app) => {
+        // The README's thresholds, with heap/RSS limits a bench process never reaches and no
+        // event-loop-utilization limit (a saturated bench server sits near 1.0 and would trip it).
+        await app.register(underPressure, { maxEventLoopDelay: 1000, maxHeapUsedBytes: 1e9, maxRssBytes: 2e9 })
+      }),
+  ],
+  'fastify + @fastify/rate-limit, redis': [
+    false,
+    () =>
+      fastifySite(async (app) => {
+        // The README's Redis setup (connectTimeout 500, maxRetriesPerRequest 1); a max the bench never reaches.
+        await app.register(rateLimit, { max: 1e9, timeWindow: 60_000, redis: redis({ connectTimeout: 500 }) })
+      }),
+  ],
+  'express bare': [false, () => expressSite()],
+  'express + gate, pass holders, memory': [
+    true,
+    () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: memoryStore(), secret: SECRET }))),
+  ],
+  'express + gate, pass holders, redis': [
+    true,
+    () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
+  ],
+}
+
+const apps: Record<string, App> = {}
+for (const [name, [pass, make]] of Object.entries(scenarios)) {
+  if (only && !only.test(name)) continue
+  apps[name] = { ...(await make()), pass }
+}
+console.log(JSON.stringify(Object.fromEntries(Object.entries(apps).map(([k, a]) => [k, { port: a.port, framework: a.framework, pass: a.pass }]))))
 
 // The bench asks for this process's CPU time around each run (CPU per request is robust to a noisy machine).
 process.on('message', () => {

@@ -1,67 +1,81 @@
 /**
- * Overhead of the Hug Shield gate (a program, not a test): `npx tsx bench/overhead.ts`.
+ * What the shield costs on every request, next to what a user would pick instead (a program, not a
+ * test): `npm run bench:overhead`.
  *
- * Scenarios, each its own Fastify 5 app in one server process (loopback only):
- * - bare Fastify;
- * - Fastify + gate, pass holders (a valid full pass cookie), memory store;
- * - the same on Redis (a private redis-server spawned here);
- * - Fastify + gate in request mode on Redis (a slot acquired and released per request).
- * Scenarios alternate (A B C D, A B C D, ...) so drift hits all alike. Bounded: ROUNDS x SECONDS
- * per scenario (default 3 x 2 s). Reports req/s and, steadier on a shared machine, the server's
- * CPU time per request (and redis-server's).
+ * Scenarios, each its own app answering `hello world` in one server process (bench/overhead-server.ts),
+ * loopback only, autocannon in this process:
+ * - bare Fastify 5; Fastify + gate for pass holders (memory store, Redis store); Fastify + gate in
+ *   request mode (Redis; and on an ioredis client with auto-pipelining); the peers: a `redis-semaphore` gate (acquire/release per request),
+ *   `@fastify/under-pressure`, `@fastify/rate-limit` on Redis;
+ * - bare Express 5; Express + gate for pass holders (memory, Redis).
+ * Ratios are to the bare app of the same framework. Scenarios alternate (A B C ..., A B C ...) so
+ * drift hits all alike. Besides req/s (which on a small shared machine largely measures how much
+ * CPU the load generator got), it reports the server's CPU time per request, which is steadier.
+ *
+ * Env: ROUNDS (3), SECONDS per run (2), WARMUP seconds per scenario (1), CONNECTIONS (32),
+ * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>.
  */
 import { spawn } from 'node:child_process'
-import { cpus, loadavg } from 'node:os'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { startRedis } from '../test/helpers/redis.js'
+import { describeMachine, envNumber, fixed, machine, markdownTable, mean, median, redisVersion, writeResults } from './lib.js'
 
-const ROUNDS = Number(process.env.ROUNDS ?? 3)
-const SECONDS = Number(process.env.SECONDS ?? 2)
-const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32)
+const ROUNDS = envNumber('ROUNDS', 3)
+const SECONDS = envNumber('SECONDS', 2)
+const WARMUP = envNumber('WARMUP', 1)
+const CONNECTIONS = envNumber('CONNECTIONS', 32)
+const started = Date.now()
 
 const redis = await startRedis()
-const stopAll = (): void => {
-  server.kill('SIGKILL')
-  void redis.stop()
-}
-process.once('uncaughtException', (err) => {
-  console.error(err)
-  stopAll()
-  process.exitCode = 1
-})
-process.once('unhandledRejection', (err) => {
-  console.error(err)
-  stopAll()
-  process.exitCode = 1
-})
-const server = spawn(process.execPath, ['--import', 'tsx', new URL('./overhead-server.ts', import.meta.url).pathname], {
+const serverArgs = ['--import', 'tsx']
+if (process.env.CPU_PROF) serverArgs.push('--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF)
+const server = spawn(process.execPath, [...serverArgs, new URL('./overhead-server.ts', import.meta.url).pathname], {
   env: { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_ENV: 'production' },
   stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
 })
-const ports: Record<string, number> = await new Promise((resolve, reject) => {
+const stopAll = (err: unknown): void => {
+  console.error(err)
+  server.kill('SIGKILL')
+  void redis.stop()
+  process.exitCode = 1
+}
+process.once('uncaughtException', stopAll)
+process.once('unhandledRejection', stopAll)
+
+interface Target {
+  port: number
+  framework: 'fastify' | 'express'
+  pass: boolean
+}
+const targets: Record<string, Target> = await new Promise((resolve, reject) => {
   createInterface({ input: server.stdout! }).once('line', (line) => resolve(JSON.parse(line)))
   server.once('exit', (code) => reject(new Error(`server exited with ${code}`)))
 })
 
 /** A full pass for the gated apps: in once (provisional), back once (upgraded to full). */
-async function passCookie(port: number): Promise<string | undefined> {
+async function passCookie(port: number): Promise<string> {
   const first = await fetch(`http://127.0.0.1:${port}/`)
   const provisional = first.headers.getSetCookie()[0]?.split(';')[0]
-  if (!provisional) return undefined
+  if (!provisional) throw new Error(`no provisional pass from port ${port} (status ${first.status})`)
   const second = await fetch(`http://127.0.0.1:${port}/`, { headers: { cookie: provisional } })
-  return second.headers.getSetCookie()[0]?.split(';')[0]
+  const full = second.headers.getSetCookie()[0]?.split(';')[0]
+  if (!full) throw new Error(`no full pass from port ${port} (status ${second.status})`)
+  return full
 }
 
-const headers: Record<string, Record<string, string>> = {}
-for (const [name, port] of Object.entries(ports)) {
-  const cookie = name.includes('(pass)') ? await passCookie(port) : undefined
-  if (name.includes('(pass)') && !cookie) throw new Error(`no pass for ${name}`)
-  headers[name] = cookie ? { cookie } : {}
+/**
+ * One run of autocannon. Pass holders get a fresh pass first, as a browser keeps the renewed cookie:
+ * autocannon cannot store cookies, and a pass sent unchanged for longer than its life (60 s) would
+ * expire and every request would take a new slot.
+ */
+async function headersFor(name: string): Promise<Record<string, string>> {
+  const t = targets[name]!
+  return t.pass ? { cookie: await passCookie(t.port) } : {}
 }
 
-function run(port: number, h: Record<string, string>, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url: `http://127.0.0.1:${port}/`, connections: CONNECTIONS, duration: seconds, headers: h })
+function load(name: string, seconds: number, headers: Record<string, string>): Promise<autocannon.Result> {
+  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers })
 }
 
 /** CPU time (user + system, µs) used so far by the server process. */
@@ -80,55 +94,145 @@ async function redisCpu(): Promise<number> {
   return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
 }
 
+/** Redis commands run since the last call (`INFO commandstats`, then `CONFIG RESETSTAT`): name → calls, µs. */
+async function redisCommands(): Promise<Record<string, { calls: number; usec: number }>> {
+  const info = await redisClient.info('commandstats')
+  await redisClient.config('RESETSTAT')
+  const out: Record<string, { calls: number; usec: number }> = {}
+  for (const m of info.matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+    if (m[1] === 'info' || m[1] === 'config|resetstat' || m[1] === 'config') continue
+    out[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) }
+  }
+  return out
+}
+
 interface Sample {
-  result: autocannon.Result
+  rps: number
+  p50: number
+  p99: number
+  meanLatency: number
   /** Server CPU µs per request. */
   cpu: number
   /** redis-server CPU µs per request. */
   redisCpu: number
+  non2xx: number
+  errors: number
+  commands: Record<string, { calls: number; usec: number }>
+  requests: number
 }
 
 // Warm up every app (JIT, connections, Redis scripts).
-for (const [name, port] of Object.entries(ports)) await run(port, headers[name]!, 1)
+if (WARMUP > 0) for (const name of Object.keys(targets)) await load(name, WARMUP, await headersFor(name))
 
-const results: Record<string, Sample[]> = {}
+const samples: Record<string, Sample[]> = {}
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, port] of Object.entries(ports)) {
+  for (const name of Object.keys(targets)) {
+    const headers = await headersFor(name)
+    await redisCommands()
     const [cpu0, rcpu0] = [await serverCpu(), await redisCpu()]
-    const r = await run(port, headers[name]!, SECONDS)
+    const r = await load(name, SECONDS, headers)
     const [cpu1, rcpu1] = [await serverCpu(), await redisCpu()]
+    const commands = await redisCommands()
     const n = Math.max(1, r.requests.total)
-    ;(results[name] ??= []).push({ result: r, cpu: (cpu1 - cpu0) / n, redisCpu: (rcpu1 - rcpu0) / n })
-    if (r.non2xx > 0 || r.errors > 0) console.warn(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors`)
+    ;(samples[name] ??= []).push({
+      rps: r.requests.total / Math.max(r.duration, 1e-3),
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      meanLatency: r.latency.average,
+      cpu: (cpu1 - cpu0) / n,
+      redisCpu: (rcpu1 - rcpu0) / n,
+      non2xx: r.non2xx,
+      errors: r.errors + r.timeouts,
+      commands,
+      requests: n,
+    })
   }
 }
 
-const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const rows = Object.entries(results).map(([name, rs]) => ({
+const rows = Object.entries(samples).map(([name, ss]) => ({
   name,
-  rps: mean(rs.map((s) => s.result.requests.average)),
-  p50: mean(rs.map((s) => s.result.latency.p50)),
-  p99: mean(rs.map((s) => s.result.latency.p99)),
-  cpu: median(rs.map((s) => s.cpu)),
-  redisCpu: median(rs.map((s) => s.redisCpu)),
-  runs: rs.map((s) => Math.round(s.result.requests.average)).join(' / '),
+  framework: targets[name]!.framework,
+  rps: median(ss.map((s) => s.rps)),
+  p50: mean(ss.map((s) => s.p50)),
+  p99: mean(ss.map((s) => s.p99)),
+  meanLatency: mean(ss.map((s) => s.meanLatency)),
+  cpu: median(ss.map((s) => s.cpu)),
+  redisCpu: median(ss.map((s) => s.redisCpu)),
+  non2xx: ss.reduce((a, s) => a + s.non2xx, 0),
+  errors: ss.reduce((a, s) => a + s.errors, 0),
+  runs: ss.map((s) => Math.round(s.rps)),
+  redisCommands: perRequest(ss),
 }))
-const bare = rows.find((r) => r.name === 'bare')!
-console.log(
-  `\n${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`,
-)
-console.log('| scenario | req/s | x bare (req/s) | p50 ms | p99 ms | server CPU µs/req | x bare (CPU) | redis CPU µs/req | runs (req/s) |')
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
-for (const r of rows) {
-  console.log(
-    `| ${r.name} | ${Math.round(r.rps)} | ${(r.rps / bare.rps).toFixed(2)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ` +
-      `${r.cpu.toFixed(1)} | ${(bare.cpu / r.cpu).toFixed(2)} | ${r.redisCpu.toFixed(1)} | ${r.runs} |`,
+
+/** Redis commands per HTTP request over all rounds, with the server-side µs each took. */
+function perRequest(ss: Sample[]): Record<string, { perRequest: number; usecPerCall: number }> {
+  const requests = ss.reduce((a, s) => a + s.requests, 0)
+  const sum: Record<string, { calls: number; usec: number }> = {}
+  for (const s of ss) {
+    for (const [k, v] of Object.entries(s.commands)) {
+      const t = (sum[k] ??= { calls: 0, usec: 0 })
+      t.calls += v.calls
+      t.usec += v.usec
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(sum)
+      .filter(([, v]) => v.calls / requests >= 0.001)
+      .map(([k, v]) => [k, { perRequest: v.calls / requests, usecPerCall: v.usec / v.calls }]),
   )
 }
-console.log('\nx bare (CPU) = bare server CPU per request / this scenario\'s: the throughput ratio a CPU-bound server would see.')
-redisClient.disconnect()
+const bare = (framework: string) => rows.find((r) => r.framework === framework && r.name.endsWith(' bare'))
+const table = rows.map((r) => {
+  const b = bare(r.framework)
+  return {
+    ...r,
+    ratio: b ? r.rps / b.rps : NaN,
+    cpuRatio: b ? b.cpu / r.cpu : NaN,
+  }
+})
 
+const m = machine(await redisVersion(redisClient))
+console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections\n`)
+const markdown = markdownTable(
+  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
+  table.map((r) => [
+    r.name,
+    Math.round(r.rps),
+    fixed(r.ratio, 2),
+    fixed(r.p50, 0),
+    fixed(r.p99, 0),
+    fixed(r.meanLatency, 2),
+    fixed(r.cpu, 1),
+    fixed(r.cpuRatio, 2),
+    fixed(r.redisCpu, 1),
+    r.non2xx + r.errors,
+    r.runs.join(' / '),
+  ]),
+)
+console.log(markdown)
+console.log(
+  '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express).' +
+    "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
+    '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
+)
+console.log('\nRedis commands per request (server-side µs per call, INFO commandstats):')
+for (const r of table) {
+  const cmds = Object.entries(r.redisCommands)
+  if (cmds.length === 0) continue
+  console.log(`- ${r.name}: ${cmds.map(([k, v]) => `${k} ${v.perRequest.toFixed(2)} (${v.usecPerCall.toFixed(1)} µs)`).join(', ')}`)
+}
+for (const r of table) if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
+const file = writeResults('overhead', {
+  machine: m,
+  settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS },
+  rows: table,
+  markdown,
+  elapsedSeconds: (Date.now() - started) / 1000,
+})
+if (file) console.log(`results: ${file}`)
+console.log(`overhead bench: ${((Date.now() - started) / 1000).toFixed(1)} s`)
+
+redisClient.disconnect()
 server.kill('SIGTERM')
 await new Promise((r) => server.once('exit', r))
 await redis.stop()

@@ -4,19 +4,25 @@
  * client (plain, and with auto-pipelining). Scenarios alternate (A B A B ...) so machine noise hits
  * all alike; the table shows the median of the rounds.
  *
- *   npx tsx bench/semaphore.ts [--seconds 2] [--rounds 3]
+ *   npm run bench:semaphore            (or: npx tsx bench/semaphore.ts [--seconds 2] [--rounds 3])
+ *
+ * Env (flags win): SECONDS per run (2), ROUNDS (3), WARMUP seconds per scenario (0.5),
+ * BENCH_RESULTS=<dir> to write semaphore.json.
  */
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { Semaphore as RedisSemaphore } from 'redis-semaphore'
 import { createSemaphore, redisStore } from '../src/index.js'
 import { startRedis } from '../test/helpers/redis.js'
+import { describeMachine, envNumber, machine, markdownTable, median, redisVersion, writeResults } from './lib.js'
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '2' }, rounds: { type: 'string', default: '3' } },
+  options: { seconds: { type: 'string' }, rounds: { type: 'string' } },
 })
-const seconds = Number(values.seconds)
-const rounds = Number(values.rounds)
+const seconds = values.seconds !== undefined ? Number(values.seconds) : envNumber('SECONDS', 2)
+const rounds = values.rounds !== undefined ? Number(values.rounds) : envNumber('ROUNDS', 3)
+const warmup = envNumber('WARMUP', 0.5)
+const started = Date.now()
 
 interface Scenario {
   label: string
@@ -66,8 +72,8 @@ function pairLoop(s: Scenario, until: number): () => Promise<number> {
   }
 }
 
-async function measure(s: Scenario): Promise<number> {
-  const until = Date.now() + seconds * 1000
+async function measure(s: Scenario, runSeconds = seconds): Promise<number> {
+  const until = Date.now() + runSeconds * 1000
   const started = Date.now()
   const loops = Array.from({ length: s.callers }, () => pairLoop(s, until)())
   const pairs = (await Promise.all(loops)).reduce((a, b) => a + b, 0)
@@ -84,7 +90,7 @@ for (const pipelined of [false, true]) {
 }
 
 const results = new Map<Scenario, number[]>()
-for (const s of scenarios) await measure({ ...s }) // warm-up: scripts loaded, JIT warm
+if (warmup > 0) for (const s of scenarios) await measure({ ...s }, warmup) // warm-up: scripts loaded, JIT warm
 for (let round = 0; round < rounds; round++) {
   for (const s of scenarios) {
     const list = results.get(s) ?? []
@@ -93,15 +99,30 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const rows = scenarios.map((s) => ({ s, pairs: median(results.get(s)!) }))
-console.log(`\nacquire+release pairs/s, median of ${rounds} rounds x ${seconds}s, private redis-server, node ${process.version}\n`)
-console.log('| scenario | pairs/s | vs redis-semaphore |')
-console.log('|---|---:|---:|')
-for (const { s, pairs } of rows) {
-  const peer = rows.find((r) => r.s.lib === 'redis-semaphore' && r.s.callers === s.callers && r.s.pipelined === s.pipelined)!
-  console.log(`| ${s.label} | ${Math.round(pairs)} | ${(pairs / peer.pairs).toFixed(2)}x |`)
-}
+const rows = scenarios.map((s) => {
+  const pairs = median(results.get(s)!)
+  return { ...s, pairs, runs: results.get(s)!.map(Math.round) }
+})
+const table = rows.map((r) => {
+  const peer = rows.find((p) => p.lib === 'redis-semaphore' && p.callers === r.callers && p.pipelined === r.pipelined)!
+  return { ...r, vsPeer: r.pairs / peer.pairs }
+})
+const m = machine(await redisVersion(clients.plain))
+console.log(`\n${describeMachine(m)}\nacquire+release pairs/s, median of ${rounds} rounds x ${seconds} s, one private redis-server\n`)
+const markdown = markdownTable(
+  ['scenario', '>pairs/s', '>vs redis-semaphore', 'runs (pairs/s)'],
+  table.map((r) => [r.label, Math.round(r.pairs), `${r.vsPeer.toFixed(2)}x`, r.runs.join(' / ')]),
+)
+console.log(markdown)
+const file = writeResults('semaphore', {
+  machine: m,
+  settings: { rounds, seconds, warmup },
+  rows: table,
+  markdown,
+  elapsedSeconds: (Date.now() - started) / 1000,
+})
+if (file) console.log(`results: ${file}`)
+console.log(`semaphore bench: ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
 await stores.plain.close()
 await stores.pipelined.close()

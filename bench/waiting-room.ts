@@ -9,23 +9,30 @@
  *    visitor's `eta` at arrival is compared with the wait it then actually had.
  *
  * Bounded: about 40 s in all. Loopback only; the server is private and stopped at the end.
+ *
+ * Env: BIG (100000 waiters), SMALL (100), POLL_ROUNDS (3000), WARMUP_MS (4000), MEASURE_MS (16000),
+ * BENCH_RESULTS=<dir> to write waiting-room.json.
  */
-import { cpus } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { createWaitingRoom, type WaitingRoom } from '../src/core/waiting-room.js'
 import { redisStore } from '../src/stores/redis.js'
 import { startRedis } from '../test/helpers/redis.js'
+import { describeMachine, envNumber, fixed, machine, markdownTable, redisVersion, writeResults } from './lib.js'
 
-const SMALL = 100
-const BIG = 100_000
-const ROUNDS = 3000
+const SMALL = envNumber('SMALL', 100)
+const BIG = envNumber('BIG', 100_000)
+const ROUNDS = envNumber('POLL_ROUNDS', 3000)
+const POLL_WARMUP = Math.min(200, ROUNDS)
 const FILL_BATCH = 2000
 
 const SLOTS = 4
 const HOLD_MS = 200
 const LINE = 40
-const WARMUP_MS = 4000
-const MEASURE_MS = 16_000
+const WARMUP_MS = envNumber('WARMUP_MS', 4000)
+const MEASURE_MS = envNumber('MEASURE_MS', 16_000)
+
+/** What the run found, for BENCH_RESULTS and the tables. */
+const report: { poll?: Record<string, unknown>; eta?: Record<string, unknown>; markdown: string[] } = { markdown: [] }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -37,8 +44,6 @@ function summary(samples: number[]): { p50: number; p99: number; mean: number } 
   const sorted = [...samples].sort((a, b) => a - b)
   return { p50: pct(sorted, 50), p99: pct(sorted, 99), mean: samples.reduce((a, b) => a + b, 0) / samples.length }
 }
-
-const fmt = (ms: number): string => `${(ms * 1000).toFixed(0).padStart(6)} µs`
 
 async function fill(room: WaitingRoom, count: number, prefix: string): Promise<number> {
   const started = performance.now()
@@ -77,8 +82,8 @@ async function pollLatency(redis: Awaited<ReturnType<typeof startRedis>>): Promi
   const check = (pos: number | null, expected: number): void => {
     if (pos !== expected) throw new Error(`position ${pos}, expected ${expected}`)
   }
-  for (let round = 0; round < ROUNDS + 200; round++) {
-    const keep = round >= 200 // the first 200 rounds warm up
+  for (let round = 0; round < ROUNDS + POLL_WARMUP; round++) {
+    const keep = round >= POLL_WARMUP // the first rounds warm up
     const i = Math.floor(Math.random() * SMALL)
     const j = Math.floor(Math.random() * BIG)
     const sink = { ping: [] as number[], a: [] as number[], b: [] as number[], c: [] as number[], d: [] as number[] }
@@ -91,21 +96,34 @@ async function pollLatency(redis: Awaited<ReturnType<typeof startRedis>>): Promi
   const base = summary(samples.ping).p50
   console.log('')
   console.log(`poll latency, ${ROUNDS} sequential calls each, interleaved (one round trip per call)`)
-  console.log('operation                     waiters      p50        p99       mean    p50 / PING p50')
-  const row = (label: string, waiters: string, s: number[]): void => {
-    const x = summary(s)
-    console.log(
-      `${label.padEnd(28)} ${waiters.padStart(8)}  ${fmt(x.p50)}  ${fmt(x.p99)}  ${fmt(x.mean)}   ${(x.p50 / base).toFixed(2)}x`,
-    )
-  }
-  row('PING (baseline)', '-', samples.ping)
-  row('getPosition', String(SMALL), samples.smallPoll)
-  row('getPosition', String(BIG), samples.bigPoll)
-  row('enter (already in line)', String(SMALL), samples.smallEnter)
-  row('enter (already in line)', String(BIG), samples.bigEnter)
+  const rows: [string, string, number[]][] = [
+    ['PING (baseline)', '-', samples.ping],
+    ['getPosition', String(SMALL), samples.smallPoll],
+    ['getPosition', String(BIG), samples.bigPoll],
+    ['enter (already in line)', String(SMALL), samples.smallEnter],
+    ['enter (already in line)', String(BIG), samples.bigEnter],
+  ]
+  const us = (ms: number): string => (ms * 1000).toFixed(0)
+  const markdown = markdownTable(
+    ['operation', '>waiters', '>p50 µs', '>p99 µs', '>mean µs', '>p50 / PING p50'],
+    rows.map(([label, waiters, s]) => {
+      const x = summary(s)
+      return [label, waiters, us(x.p50), us(x.p99), us(x.mean), `${(x.p50 / base).toFixed(2)}x`]
+    }),
+  )
+  console.log(markdown)
   const ratio = summary(samples.bigPoll).p50 / summary(samples.smallPoll).p50
   const ratio99 = summary(samples.bigPoll).p99 / summary(samples.smallPoll).p99
   console.log(`getPosition at ${BIG} vs ${SMALL} waiters: p50 x${ratio.toFixed(2)}, p99 x${ratio99.toFixed(2)}`)
+  report.poll = {
+    small: SMALL,
+    big: BIG,
+    rounds: ROUNDS,
+    fillMs: { small: fillSmall, big: fillBig },
+    rows: rows.map(([label, waiters, s]) => ({ label, waiters, ...summary(s) })),
+    bigVsSmall: { p50: ratio, p99: ratio99 },
+  }
+  report.markdown.push(markdown)
   for (const room of [small, big]) await room.lease('holder').release()
   await store.close()
   // The big line's keys expire by themselves (every key carries a PEXPIRE); the server is private anyway.
@@ -168,35 +186,52 @@ async function etaSimulation(redis: Awaited<ReturnType<typeof startRedis>>): Pro
   const rel = known.map((s) => Math.abs(s.eta! - s.actual) / s.actual)
   const e = summary(errors)
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
+  const etaRows: [string, string][] = [
+    ['visitors measured', `${samples.length} (eta known for ${known.length})`],
+    ['mean position at arrival', fixed(mean(samples.map((s) => s.position)), 1)],
+    ['actual wait, mean', `${fixed(mean(samples.map((s) => s.actual)))} ms`],
+    ['ETA given, mean', `${fixed(mean(known.map((s) => s.eta!)))} ms`],
+    ['ETA error, mean absolute', `${fixed(e.mean)} ms (p50 ${fixed(e.p50)} ms, p99 ${fixed(e.p99)} ms)`],
+    ['ETA error, mean signed', `${fixed(mean(signed))} ms`],
+    ['ETA error, mean relative', `${fixed(mean(rel) * 100, 1)} %`],
+  ]
   console.log('')
   console.log(
     `ETA, steady state: ${SLOTS} slots held ${HOLD_MS} ms each (service ${(serviceRate * 1000).toFixed(0)}/s), ` +
       `arrivals at the same rate, line ~${LINE}, warm-up ${WARMUP_MS / 1000} s, measured ${MEASURE_MS / 1000} s`,
   )
-  console.log(`visitors measured: ${samples.length} (eta known for ${known.length}, null for ${samples.length - known.length})`)
-  console.log(`mean position at arrival: ${mean(samples.map((s) => s.position)).toFixed(1)}`)
-  console.log(`actual wait: mean ${mean(samples.map((s) => s.actual)).toFixed(0)} ms`)
-  console.log(`ETA given:   mean ${mean(known.map((s) => s.eta!)).toFixed(0)} ms`)
-  console.log(
-    `ETA error:   mean absolute ${e.mean.toFixed(0)} ms (p50 ${e.p50.toFixed(0)} ms, p99 ${e.p99.toFixed(0)} ms), ` +
-      `mean signed ${mean(signed).toFixed(0)} ms, mean relative ${(mean(rel) * 100).toFixed(1)}%`,
-  )
+  const markdown = markdownTable(['ETA, steady state', 'value'], etaRows)
+  console.log(markdown)
+  report.eta = {
+    slots: SLOTS,
+    holdMs: HOLD_MS,
+    measured: samples.length,
+    known: known.length,
+    meanWaitMs: mean(samples.map((s) => s.actual)),
+    meanEtaMs: mean(known.map((s) => s.eta!)),
+    absErrorMs: e,
+    signedErrorMs: mean(signed),
+    relativeError: mean(rel),
+  }
+  report.markdown.push(markdown)
 }
 
 async function main(): Promise<void> {
   const started = performance.now()
-  const cpu = cpus()[0]
-  console.log(`airlock-shield waiting room bench, node ${process.version}, ${cpus().length} x ${cpu?.model ?? 'cpu'}`)
   const redis = await startRedis()
+  let m
   try {
-    const info = await redis.client().info('server')
-    console.log(`private redis-server ${/redis_version:(\S+)/.exec(info)?.[1]} on 127.0.0.1:${redis.port}`)
+    m = machine(await redisVersion(redis.client()))
+    console.log(`airlock-shield waiting room bench: ${describeMachine(m)}; private redis-server on 127.0.0.1:${redis.port}`)
     await pollLatency(redis)
     await etaSimulation(redis)
   } finally {
     await redis.stop()
   }
-  console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  const elapsedSeconds = (performance.now() - started) / 1000
+  const file = writeResults('waiting-room', { machine: m, ...report, markdown: report.markdown.join('\n\n'), elapsedSeconds })
+  if (file) console.log(`results: ${file}`)
+  console.log(`\nwaiting-room bench: ${elapsedSeconds.toFixed(1)} s`)
 }
 
 await main()

@@ -1,0 +1,116 @@
+/**
+ * The benches must not rot: each one runs every scenario for about a second (tiny settings through
+ * their env knobs) and must exit 0, print every scenario's row and write its JSON results. This
+ * asserts behaviour, never performance: no figure is compared with a target here.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { redisAvailable, requireRedis } from '../helpers/redis.js'
+
+requireRedis()
+
+const results = mkdtempSync(join(tmpdir(), 'airlock-bench-smoke-'))
+afterAll(() => rmSync(results, { recursive: true, force: true }))
+
+/** Runs `bench/<file>` to completion; resolves with its exit code and output. */
+function runBench(file: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', file)], {
+      env: { ...process.env, ...env, BENCH_RESULTS: results },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const killer = setTimeout(() => child.kill('SIGKILL'), 80_000)
+    child.on('exit', (code) => {
+      clearTimeout(killer)
+      resolve({ code, out })
+    })
+  })
+}
+
+const json = (name: string) => JSON.parse(readFileSync(join(results, `${name}.json`), 'utf8'))
+/** The Markdown row of `name` in the output (`| name | ...`). */
+const row = (out: string, name: string): string | undefined => out.split('\n').find((l) => l.startsWith(`| ${name} |`))
+
+describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
+  it('overhead: every scenario, Fastify and Express, with the peers', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' })
+    expect(code, out).toBe(0)
+    const names = [
+      'fastify bare',
+      'fastify + gate, pass holders, memory',
+      'fastify + gate, pass holders, redis',
+      'fastify + gate, request mode, redis',
+      'fastify + gate, request mode, redis, auto-pipelining',
+      'fastify + redis-semaphore per request',
+      'fastify + @fastify/under-pressure',
+      'fastify + @fastify/rate-limit, redis',
+      'express bare',
+      'express + gate, pass holders, memory',
+      'express + gate, pass holders, redis',
+    ]
+    for (const name of names) expect(row(out, name), `row of ${name}`).toBeDefined()
+    const r = json('overhead')
+    expect(r.rows.map((x: { name: string }) => x.name)).toEqual(names)
+    for (const x of r.rows) {
+      expect(x.rps, x.name).toBeGreaterThan(0)
+      expect(x.non2xx + x.errors, `${x.name}: every answer a 2xx (no peer tripped)`).toBe(0)
+    }
+    expect(r.machine.redis).toMatch(/^\d+\.\d+/)
+  })
+
+  it('semaphore: ours and redis-semaphore, 1 and 50 callers', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('semaphore.ts', { ROUNDS: '1', SECONDS: '0.25', WARMUP: '0' })
+    expect(code, out).toBe(0)
+    for (const lib of ['airlock-shield', 'redis-semaphore']) {
+      for (const callers of ['1 caller', '50 callers', '1 caller (auto-pipelining)', '50 callers (auto-pipelining)']) {
+        expect(row(out, `${lib} ${callers}`), `${lib} ${callers}`).toBeDefined()
+      }
+    }
+    expect(json('semaphore').rows).toHaveLength(8)
+  })
+
+  it('waiting room: poll latency and ETA', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('waiting-room.ts', { BIG: '500', SMALL: '50', POLL_ROUNDS: '50', WARMUP_MS: '300', MEASURE_MS: '700' })
+    expect(code, out).toBe(0)
+    for (const name of ['PING (baseline)', 'getPosition', 'enter (already in line)', 'visitors measured', 'ETA error, mean absolute']) {
+      expect(row(out, name), name).toBeDefined()
+    }
+    const r = json('waiting-room')
+    expect(r.poll.rows).toHaveLength(5)
+    expect(r.eta.measured).toBeGreaterThan(0)
+  })
+
+  it('hug: every scenario; the shield in request mode never lets the backend fail', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('hug.ts', { VISITORS: '150', SECONDS: '1', RAMP: '0.2', UNLOADED_PAGES: '3' })
+    expect(code, out).toBe(0)
+    const labels = ['A: no shield', 'B: request mode, memory', 'B: request mode, redis', 'B: session mode, redis', 'C: waiting room, redis']
+    const header = out.split('\n').find((l) => l.startsWith('|  |'))
+    for (const label of labels) expect(header, label).toContain(label)
+    for (const name of ['page (200)', 'busy page (503)', 'backend: 500s answered', 'page latency p50 ms', 'admitted from the line']) {
+      expect(row(out, name), name).toBeDefined()
+    }
+    const r = json('hug')
+    expect(r.rows.map((x: { label: string }) => x.label)).toEqual(labels)
+    for (const x of r.rows) {
+      expect(x.visitors, x.label).toBeGreaterThan(0)
+      expect(x.answers, x.label).toBeGreaterThan(0)
+    }
+    // Request mode counts requests in flight, so at limit = capacity the backend never sees too many,
+    // unless the gate let requests in without a slot (onStoreError 'open' when the store answered
+    // later than storeTimeout, which a starved CI machine can cause on Redis; never on memory).
+    const requestRows = r.rows.filter((y: { app: string }) => y.app.startsWith('request-'))
+    expect(requestRows).toHaveLength(2)
+    for (const x of requestRows) {
+      if (x.backend.failOpen > 0) continue
+      expect(x.backend.maxInFlight, x.label).toBeLessThanOrEqual(r.settings.capacity)
+      expect(x.backend.errors500, x.label).toBe(0)
+    }
+    expect(requestRows.find((x: { app: string }) => x.app === 'request-memory').backend.failOpen).toBe(0)
+  })
+})
