@@ -8,6 +8,7 @@ import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type 
 import { createSemaphore, type Lease, type Semaphore } from './semaphore.js'
 import { GateLine, type GateQueueOptions } from './line.js'
 import { SlotPool, type PooledSlot } from './slot-pool.js'
+import { withinBudget } from './budget.js'
 import { newVisitorId, type EnterResult } from './waiting-room.js'
 import { createSigner, randomSecret, secretList, type Signer } from './signing.js'
 import { describe, duration, knownKeys, nonNegativeInteger, oneOf, positiveInteger, safeName } from './validate.js'
@@ -847,23 +848,13 @@ export class Gate<Req = unknown> {
       this.failed()
       throw timeoutError(this.storeTimeout)
     }
-    const promise = op()
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        promise.then(onLate ?? noop, noop)
-        reject(timeoutError(this.storeTimeout))
-      }, budget)
-    })
     try {
-      const value = await Promise.race([promise, late])
+      const value = await withinBudget(op(), budget, () => timeoutError(this.storeTimeout), onLate)
       this.failures = 0
       return value
     } catch (err) {
       this.failed()
       throw err
-    } finally {
-      clearTimeout(timer)
     }
   }
 
@@ -882,16 +873,8 @@ export class Gate<Req = unknown> {
   private async probe(): Promise<void> {
     this.probeTimer = undefined
     if (this.closed) return
-    let timer: NodeJS.Timeout | undefined
     try {
-      const attempt = this.store.state(this.name)
-      attempt.catch(noop)
-      await Promise.race([
-        attempt,
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(timeoutError(this.storeTimeout)), this.storeTimeout)
-        }),
-      ])
+      await withinBudget(this.store.state(this.name), this.storeTimeout, () => timeoutError(this.storeTimeout))
       if (this.closed) return
       this.breakerOpen = false
       this.failures = 0
@@ -900,8 +883,6 @@ export class Gate<Req = unknown> {
       this.logger.info?.({ gate: this.name }, 'airlock-shield: store available again')
     } catch {
       if (!this.closed) this.scheduleProbe()
-    } finally {
-      clearTimeout(timer)
     }
   }
 

@@ -375,13 +375,23 @@ class Deadlines {
   private sweep(): void {
     // A call is given up on at the last sweep before its deadline, so it never outlives its budget.
     const now = Date.now() + this.every
-    for (const entry of this.pending) {
-      if (entry.deadline <= now) {
-        this.pending.delete(entry)
-        entry.reject(entry.onTimeout?.() ?? unavailable(`redis did not answer within ${this.budget} ms`))
-      }
+    const due = [...this.pending].filter((entry) => entry.deadline <= now)
+    if (due.length > 0) {
+      // Timers run before the event loop reads sockets: a reply that came while this process was
+      // busy is still unread. Give up only after the next poll for I/O (see src/core/budget.ts).
+      setImmediate(() => {
+        for (const entry of due) {
+          if (!this.pending.delete(entry)) continue // answered meanwhile
+          entry.reject(entry.onTimeout?.() ?? unavailable(`redis did not answer within ${this.budget} ms`))
+        }
+        this.stopWhenIdle()
+      })
     }
-    if (this.pending.size === 0) {
+    this.stopWhenIdle()
+  }
+
+  private stopWhenIdle(): void {
+    if (this.pending.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer)
       this.timer = undefined
     }
