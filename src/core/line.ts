@@ -24,10 +24,9 @@ export interface GateQueueOptions {
   /** A freed slot is kept this long for the visitor whose turn it is; one that does not come loses its place. Default 10,000. */
   claimWindow?: number
   /**
-   * A new place counts for admission only once the visitor's page (or client) comes back within
-   * this long; until then no freed slot waits for it, and it is dropped after this long, so
-   * clients that keep no cookies never stall the line. Default: 3 x pollInterval, at least 5,000,
-   * at most idleTimeout.
+   * A new place is lost after this long unless the visitor's page (or client) comes back, so the
+   * places of clients that keep no cookies hold up the line for seconds, not `idleTimeout`.
+   * Default: 3 x pollInterval, at least 5,000, at most idleTimeout.
    */
   confirmTimeout?: number
   /**

@@ -50,12 +50,11 @@ export interface WaitingRoomOptions {
    */
   claimWindow?: number
   /**
-   * A new place counts for admission only once the visitor comes back (calls `enter`, `poll` or
-   * `getPosition` again) within this long; until then it keeps its place in line but no room is
-   * reserved for it, and it is dropped after this long. Set it when visitors come through HTTP
-   * (the gate's `queue` does): clients that keep no cookies take a new place on every request and
-   * never come back, and would otherwise hold freed room for a whole `claimWindow` each.
-   * Default 0: a place counts at once.
+   * A new place is lost after this long unless the visitor comes back (calls `enter`, `poll` or
+   * `getPosition` again); from then on `idleTimeout` applies. Set it when visitors come through
+   * HTTP (the gate's `queue` does): clients that keep no cookies take a new place on every request
+   * and never come back, and their places (and any room freed while they are at the front) would
+   * otherwise be held for a whole `idleTimeout`. Default 0: `idleTimeout` from the start.
    */
   confirmTimeout?: number
   /**

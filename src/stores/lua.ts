@@ -9,15 +9,14 @@
  *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
  *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
  *  3 `:f`  fencing counter (INCR; kept at least FENCE_KEEP_MS after last use so fences stay monotonic)
- *  4 `:q`  sorted set, the line (confirmed places): waiter token -> arrival number
- *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again (`:q` and `:u`)
+ *  4 `:q`  sorted set, the line: waiter token -> arrival number
+ *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
  *          `#o` = the line's order ('f' fifo, 'r' random)
  *  7 `:r`  sorted set, reservations: waiter token -> time the room held for it lapses
  *  8 `:n`  arrival counter of the line
  *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
- * 11 `:u`  sorted set, new places not yet confirmed: waiter token -> arrival number
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
  * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
@@ -28,7 +27,7 @@
  */
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'u'] as const
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x'] as const
 
 export const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
 export const ADMISSION_WINDOW_MS = 60_000
@@ -38,7 +37,7 @@ export const RELEASED_KEEP_MS = 3_600_000
 const KEY_SLACK_MS = 60_000
 
 const PRELUDE = `
-local H, M, F, Q, S, QM, R, N, A, X, U = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local H, M, F, Q, S, QM, R, N, A, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -106,12 +105,11 @@ end
 local function remove_waiter(id)
   if redis.call('ZREM', R, id) == 1 then redis.call('HINCRBY', QM, '#rw', -waiter_meta(id)) end
   redis.call('ZREM', Q, id)
-  redis.call('ZREM', U, id)
   redis.call('ZREM', S, id)
   redis.call('HDEL', QM, id)
 end
 
--- Waiters not seen for their idle (or confirm) timeout lose their place.
+-- Waiters not seen for their idle timeout (a new place: its confirm timeout) lose their place.
 local function purge_waiters(now)
   local idle = redis.call('ZRANGEBYSCORE', S, '-inf', now, 'LIMIT', 0, 500)
   for i = 1, #idle do remove_waiter(idle[i]) end
@@ -130,9 +128,9 @@ local function expire_line(now)
     local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
     local held = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
     if held[2] and tonumber(held[2]) - now + ${KEY_SLACK_MS} > keep then keep = tonumber(held[2]) - now + ${KEY_SLACK_MS} end
-    for _, key in ipairs({Q, S, QM, R, N, U}) do redis.call('PEXPIRE', key, keep) end
+    for _, key in ipairs({Q, S, QM, R, N}) do redis.call('PEXPIRE', key, keep) end
   else
-    redis.call('DEL', Q, S, QM, R, N, U)
+    redis.call('DEL', Q, S, QM, R, N)
   end
 end
 
@@ -289,11 +287,7 @@ end
 -- Fast path: nobody in line and room free.
 if length == 0 and may_admit and u + weight <= limit then
   local exp = now + ttl
-  if redis.call('ZADD', H, 'NX', exp, token) == 1 then
-    -- A new place not confirmed yet is not needed any more.
-    if queued and redis.call('ZSCORE', U, token) then remove_waiter(token) end
-    return admitted(false, exp)
-  end
+  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(false, exp) end
 end
 
 local held = redis.call('ZSCORE', H, token)
@@ -304,20 +298,9 @@ end
 if length == 0 and not queued then return {0, now, next_expiry()} end
 
 purge_waiters(now)
-local mine = false
-if queued then
-  if redis.call('ZSCORE', Q, token) then
-    mine = true
-  else
-    local seq = redis.call('ZSCORE', U, token)
-    if seq then -- came back: the place counts now, in its arrival order
-      redis.call('ZREM', U, token)
-      redis.call('ZADD', Q, seq, token)
-      mine = true
-    end
-  end
-  if mine then redis.call('ZADD', S, now + idle, token) end
-end
+-- A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
+local mine = queued and redis.call('ZSCORE', Q, token) ~= false
+if mine then redis.call('ZADD', S, now + idle, token) end
 
 -- Settles the line; admits the caller when room is reserved for it. Wakes the others reserved now.
 local function settle_and_claim()
@@ -332,21 +315,15 @@ local function settle_and_claim()
   return nil
 end
 
--- The caller's place: everyone who arrived before it, confirmed or not, and itself.
 local function in_line()
-  local seq = redis.call('ZSCORE', Q, token) or redis.call('ZSCORE', U, token)
-  local position = redis.call('ZCOUNT', Q, '-inf', seq) + redis.call('ZCOUNT', U, '-inf', seq)
   local adm, window = admissions(now)
-  return {2, position, redis.call('ZCARD', Q) + redis.call('ZCARD', U), now, next_expiry(), adm, window}
+  return {2, redis.call('ZRANK', Q, token) + 1, redis.call('ZCARD', Q), now, next_expiry(), adm, window}
 end
 
 local result
 length = redis.call('ZCARD', Q)
 if length == 0 then
-  if may_admit and u + weight <= limit then
-    if queued then remove_waiter(token) end
-    result = admitted(false)
-  end
+  if may_admit and u + weight <= limit then result = admitted(false) end
 else
   result = settle_and_claim()
   -- settle may have just skipped the caller itself (its reservation lapsed): it is no longer in
@@ -362,22 +339,15 @@ if not result then
   elseif not may_admit then
     result = {4, now}
   else
-    length = redis.call('ZCARD', Q) + redis.call('ZCARD', U)
+    length = redis.call('ZCARD', Q)
     if maxlen > 0 and length >= maxlen then
       result = {3, length, now}
     else
-      local seq = redis.call('INCR', N)
+      redis.call('ZADD', Q, redis.call('INCR', N), token)
+      -- A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
+      redis.call('ZADD', S, now + (confirm > 0 and confirm or idle), token)
       redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
-      if confirm > 0 then
-        -- Held aside until the waiter comes back: it has its place, but no room is reserved for it.
-        redis.call('ZADD', U, seq, token)
-        redis.call('ZADD', S, now + confirm, token)
-        result = in_line()
-      else
-        redis.call('ZADD', Q, seq, token)
-        redis.call('ZADD', S, now + idle, token)
-        result = settle_and_claim() or in_line()
-      end
+      result = settle_and_claim() or in_line()
     end
   end
 end
@@ -421,7 +391,7 @@ return 1
 export const LEAVE = `${PRELUDE}
 local token, channel = ARGV[1], ARGV[2]
 local now = now_ms()
-if not (redis.call('ZSCORE', Q, token) or redis.call('ZSCORE', U, token)) then return 0 end
+if not redis.call('ZSCORE', Q, token) then return 0 end
 local reserved = redis.call('ZSCORE', R, token)
 remove_waiter(token)
 expire_line(now)
@@ -448,7 +418,7 @@ local now = now_ms()
 local u = purge_holders(now, load_used())
 purge_waiters(now)
 expire_line(now)
-return {u, redis.call('ZCARD', Q) + redis.call('ZCARD', U)}
+return {u, redis.call('ZCARD', Q)}
 `
 
 /** ARGV: channel. Returns how many slots were dropped. */

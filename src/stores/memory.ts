@@ -28,8 +28,6 @@ interface Waiter {
   claimWindow: number
   /** Loses its place at this time unless seen again. */
   deadline: number
-  /** Came back at least once (or needed no confirmation); only confirmed waiters are in `line`. */
-  confirmed: boolean
   /** The timeout its deadline was set from (the `seen` bucket it is in). */
   timeout: number
 }
@@ -38,10 +36,8 @@ interface Waiter {
 class Semaphore {
   readonly holders = new Map<string, Holder>()
   used = 0
-  /** Confirmed waiters in arrival order. */
+  /** Waiters in arrival order. */
   readonly line: Waiter[] = []
-  /** Places taken but not confirmed yet (the visitor has not come back), in arrival order. */
-  readonly unconfirmed: Waiter[] = []
   readonly waiters = new Map<string, Waiter>()
   /**
    * Waiter ids by the timeout of their deadline, each bucket in order of last sign of life (so each
@@ -95,49 +91,29 @@ class Semaphore {
     return next
   }
 
-  /** Waiters of `list` (ordered by arrival) who arrived before `seq`. */
-  static before(list: readonly Waiter[], seq: number): number {
+  /** How many waiters arrived before `seq` (0-based rank). */
+  rank(seq: number): number {
     let lo = 0
-    let hi = list.length
+    let hi = this.line.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (list[mid]!.seq < seq) lo = mid + 1
+      if (this.line[mid]!.seq < seq) lo = mid + 1
       else hi = mid
     }
     return lo
   }
 
-  /** Everyone in line, confirmed or not. */
-  get waiting(): number {
-    return this.line.length + this.unconfirmed.length
-  }
-
-  /** 1-based place of `w` among everyone in line. */
-  position(w: Waiter): number {
-    return Semaphore.before(this.line, w.seq) + Semaphore.before(this.unconfirmed, w.seq) + 1
-  }
-
-  private listOf(w: Waiter): Waiter[] {
-    return w.confirmed ? this.line : this.unconfirmed
-  }
-
   addWaiter(w: Waiter): void {
     this.waiters.set(w.id, w)
-    const list = this.listOf(w)
-    list.splice(Semaphore.before(list, w.seq), 0, w)
+    this.line.splice(this.rank(w.seq), 0, w)
     this.markSeen(w)
   }
 
-  /** A sign of life: a new deadline, and an unconfirmed place becomes a place in line. */
+  /** A sign of life: the waiter keeps its place for `timeout` more. */
   touchWaiter(w: Waiter, now: number, timeout: number): void {
     this.seen.get(w.timeout)?.delete(w.id)
     w.deadline = now + timeout
     w.timeout = timeout
-    if (!w.confirmed) {
-      this.unconfirmed.splice(Semaphore.before(this.unconfirmed, w.seq), 1)
-      w.confirmed = true
-      this.line.splice(Semaphore.before(this.line, w.seq), 0, w)
-    }
     this.markSeen(w)
   }
 
@@ -157,8 +133,7 @@ class Semaphore {
     const bucket = this.seen.get(w.timeout)
     bucket?.delete(id)
     if (bucket?.size === 0) this.seen.delete(w.timeout)
-    const list = this.listOf(w)
-    list.splice(Semaphore.before(list, w.seq), 1)
+    this.line.splice(this.rank(w.seq), 1)
     if (this.reserved.delete(id)) this.reservedWeight -= w.weight
     return true
   }
@@ -269,7 +244,8 @@ export class MemoryStore implements Store {
 
       const mayAdmit = q?.admit !== false
       let mine = s.waiters.get(req.token)
-      if (mine && q) s.touchWaiter(mine, now, q.idleTimeout) // a sign of life; confirms a new place
+      // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
+      if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
       if (s.line.length === 0) {
         if (mayAdmit && s.used + req.weight <= req.limit) {
           if (mine) s.removeWaiter(mine.id)
@@ -286,24 +262,20 @@ export class MemoryStore implements Store {
       if (mine) return this.queued(s, mine, now)
       if (!q) return { status: 'busy', now, nextExpiry: s.nextExpiry() }
       if (!mayAdmit) return { status: 'absent', now }
-      if (q.maxLength > 0 && s.waiting >= q.maxLength) return { status: 'full', waiting: s.waiting, now }
-      const confirmTimeout = q.confirmTimeout ?? 0
+      if (q.maxLength > 0 && s.line.length >= q.maxLength) return { status: 'full', waiting: s.line.length, now }
+      // A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
+      const timeout = q.confirmTimeout || q.idleTimeout
       const waiter: Waiter = {
         id: req.token,
         seq: ++s.seq,
         weight: req.weight,
         claimWindow: q.claimWindow,
-        deadline: now + (confirmTimeout > 0 ? confirmTimeout : q.idleTimeout),
-        confirmed: confirmTimeout <= 0,
-        timeout: confirmTimeout > 0 ? confirmTimeout : q.idleTimeout,
+        deadline: now + timeout,
+        timeout,
       }
       s.order = q.order
       s.addWaiter(waiter)
-      if (waiter.confirmed) {
-        const claimed = this.settleFor(s, name, req, now, mayAdmit)
-        if (claimed) return claimed
-      }
-      return this.queued(s, waiter, now)
+      return this.settleFor(s, name, req, now, mayAdmit) ?? this.queued(s, waiter, now)
     } finally {
       this.tidy(name, s)
     }
@@ -338,12 +310,11 @@ export class MemoryStore implements Store {
     return { status: 'acquired', fence, expiresAt, now }
   }
 
-  /** A waiter's place among everyone in line, confirmed or not. */
   private queued(s: Semaphore, w: Waiter, now: number): AcquireResult {
     return {
       status: 'queued',
-      position: s.position(w),
-      waiting: s.waiting,
+      position: s.rank(w.seq) + 1,
+      waiting: s.line.length,
       now,
       nextExpiry: s.nextExpiry(),
       ...s.admissionsIn(now),
@@ -402,7 +373,7 @@ export class MemoryStore implements Store {
     const now = this.now()
     s.purgeHolders(now)
     s.purgeWaiters(now)
-    const result = { held: s.used, waiting: s.waiting }
+    const result = { held: s.used, waiting: s.line.length }
     this.tidy(name, s)
     return result
   }

@@ -20,10 +20,9 @@ export interface Store {
    *   uniformly at random among those waiting with `order: 'random'`), each for its `claimWindow`;
    *   a waiter that lets its window pass loses its place. A waiter that does not fit stops the
    *   round, so no one overtakes it.
-   * - Waiters not seen for their `idleTimeout` lose their place. A new place taken with
-   *   `confirmTimeout` is unconfirmed until the waiter comes back (calls again): it has its place
-   *   and counts in positions, but no room is reserved for it (the next confirmed waiter gets it),
-   *   and it is dropped after `confirmTimeout`. Positions never move back.
+   * - Waiters not seen for their `idleTimeout` lose their place; a new place taken with
+   *   `confirmTimeout` is lost after that shorter time unless the waiter comes back (so places taken
+   *   by clients that never come back, and any room reserved for them, are freed quickly).
    */
   acquire(name: string, request: AcquireRequest): Promise<AcquireResult>
 
@@ -39,7 +38,7 @@ export interface Store {
   /** What the store knows of one token. */
   leaseState(name: string, token: string): Promise<LeaseState>
 
-  /** Live slots in weight units, and how many are waiting in line (unconfirmed places included). */
+  /** Live slots in weight units, and how many are waiting in line. */
   state(name: string): Promise<{ held: number; waiting: number }>
 
   /** Drop every slot of `name` (the line is kept, and its head is woken). Returns how many. */
@@ -66,9 +65,9 @@ export interface QueueRequest {
   /** How long (ms) room stays reserved for this waiter once it is its turn. */
   claimWindow: number
   /**
-   * A new place counts only once the waiter comes back within this long (ms); until then it is
-   * held aside and never stalls the line (clients that keep no cookies never come back).
-   * `0` or absent: the place counts at once.
+   * A new place is lost after this long (ms) unless the waiter comes back (calls again), so the
+   * places of clients that never come back (they keep no cookies) go quickly. After the first
+   * sign of life, `idleTimeout` applies. `0` or absent: `idleTimeout` from the start.
    */
   confirmTimeout?: number
   /** The line takes no more than this many waiters; 0 means no cap. */
@@ -107,9 +106,9 @@ export type AcquireResult =
     }
   | {
       status: 'queued'
-      /** 1-based place in line, in arrival order (unconfirmed places included). */
+      /** 1-based place in line, in arrival order. */
       position: number
-      /** How many are in line (unconfirmed places included). */
+      /** How many are in line. */
       waiting: number
       now: number
       nextExpiry: number | null

@@ -46,7 +46,6 @@ describe.runIf(redisAvailable)('redis store', () => {
     const line = { order: 'fifo' as const, idleTimeout: 5_000, claimWindow: 1_000, maxLength: 0 }
     await store.acquire('s', { token: 'holder', limit: 1, ttl: 5_000, weight: 1 })
     await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })
-    await store.acquire('s', { token: 'ghost', limit: 1, ttl: 5_000, weight: 1, queue: { ...line, confirmTimeout: 2_000 } })
     await store.release('s', 'holder')
     // A plain acquire finds the line, settles it (reserving room for `w`) and answers busy.
     expect((await store.acquire('s', { token: 'plain', limit: 1, ttl: 5_000, weight: 1 })).status).toBe('busy')
