@@ -1,10 +1,13 @@
 /**
- * The servers measured by bench/overhead.ts, in their own process (so the load generator does not
- * share their event loop). Each scenario is its own app on its own loopback port, all answering
- * `hello world` on `GET /`. Prints one JSON line (`{ [scenario]: { port, framework, pass } }`) once
- * listening; answers `cpu` messages with its CPU usage; closes everything on SIGTERM.
+ * The servers measured by bench/overhead.ts, each scenario in its own process (so the load generator
+ * does not share its event loop, and scenarios do not share a JIT: Express and Fastify apps in one
+ * process made whichever ran first after the other pay to re-optimise Node's HTTP code). Each
+ * scenario is its own app on its own loopback port answering `hello world` on `GET /`. Prints one
+ * JSON line (`{ [scenario]: { port, framework, pass } }`) once listening; answers `cpu` messages
+ * with its CPU usage; closes everything on SIGTERM.
  *
- * Env: BENCH_REDIS_PORT (required), SCENARIOS (a RegExp: only the scenarios whose name matches).
+ * Env: BENCH_REDIS_PORT (required), SCENARIO (the one scenario to serve, by exact name), or
+ * SCENARIOS (a RegExp: every scenario whose name matches), or LIST=1 (print the names and exit).
  */
 import type { Server } from 'node:http'
 import underPressure from '@fastify/under-pressure'
@@ -19,6 +22,7 @@ const SECRET = 'bench-secret-that-is-at-least-32-bytes'
 /** High enough never to trip with the bench's connections: we measure the cost, not the limiting. */
 const LIMIT = 1000
 const redisPort = Number(process.env.BENCH_REDIS_PORT)
+const exact = process.env.SCENARIO
 const only = process.env.SCENARIOS ? new RegExp(process.env.SCENARIOS) : undefined
 const clients: Redis[] = []
 const redis = (options: RedisOptions = {}): Redis => {
@@ -137,9 +141,14 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   ],
 }
 
+if (process.env.LIST) {
+  console.log(JSON.stringify(Object.keys(scenarios).filter((name) => !only || only.test(name))))
+  process.exit(0)
+}
+if (exact !== undefined && !(exact in scenarios)) throw new Error(`SCENARIO: no scenario named '${exact}'`)
 const apps: Record<string, App> = {}
 for (const [name, [pass, make]] of Object.entries(scenarios)) {
-  if (only && !only.test(name)) continue
+  if (exact !== undefined ? name !== exact : only && !only.test(name)) continue
   apps[name] = { ...(await make()), pass }
 }
 console.log(JSON.stringify(Object.fromEntries(Object.entries(apps).map(([k, a]) => [k, { port: a.port, framework: a.framework, pass: a.pass }]))))

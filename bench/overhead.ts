@@ -2,8 +2,8 @@
  * What the shield costs on every request, next to what a user would pick instead (a program, not a
  * test): `npm run bench:overhead`.
  *
- * Scenarios, each its own app answering `hello world` in one server process (bench/overhead-server.ts),
- * loopback only, autocannon in this process:
+ * Scenarios, each its own app answering `hello world` in its own server process
+ * (bench/overhead-server.ts), loopback only, autocannon in this process:
  * - bare Fastify 5; Fastify + gate for pass holders (memory store, Redis store); Fastify + gate in
  *   request mode (Redis; and on an ioredis client with auto-pipelining); the peers: a `redis-semaphore` gate (acquire/release per request),
  *   `@fastify/under-pressure`, `@fastify/rate-limit` on Redis;
@@ -15,7 +15,7 @@
  * Env: ROUNDS (3), SECONDS per run (2), WARMUP seconds per scenario (1), CONNECTIONS (32),
  * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>.
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { startRedis } from '../test/helpers/redis.js'
@@ -28,30 +28,42 @@ const CONNECTIONS = envNumber('CONNECTIONS', 32)
 const started = Date.now()
 
 const redis = await startRedis()
+const serverScript = new URL('./overhead-server.ts', import.meta.url).pathname
 const serverArgs = ['--import', 'tsx']
 if (process.env.CPU_PROF) serverArgs.push('--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF)
-const server = spawn(process.execPath, [...serverArgs, new URL('./overhead-server.ts', import.meta.url).pathname], {
-  env: { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_ENV: 'production' },
-  stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-})
-const stopAll = (err: unknown): void => {
-  console.error(err)
-  server.kill('SIGKILL')
-  void redis.stop()
-  process.exitCode = 1
-}
-process.once('uncaughtException', stopAll)
-process.once('unhandledRejection', stopAll)
+const serverEnv = { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_ENV: 'production' }
 
 interface Target {
   port: number
   framework: 'fastify' | 'express'
   pass: boolean
+  server: ChildProcess
 }
-const targets: Record<string, Target> = await new Promise((resolve, reject) => {
-  createInterface({ input: server.stdout! }).once('line', (line) => resolve(JSON.parse(line)))
-  server.once('exit', (code) => reject(new Error(`server exited with ${code}`)))
-})
+
+/** Starts one scenario's server process; resolves once it listens. */
+function startServer(name: string): Promise<Target> {
+  const server = spawn(process.execPath, [...serverArgs, serverScript], {
+    env: { ...serverEnv, SCENARIO: name },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    createInterface({ input: server.stdout! }).once('line', (line) => resolve({ ...JSON.parse(line)[name], server }))
+    server.once('exit', (code) => reject(new Error(`server for '${name}' exited with ${code}`)))
+  })
+}
+
+const names: string[] = JSON.parse(execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString())
+const targets: Record<string, Target> = {}
+// One at a time: a cold start (tsx compiling) would otherwise slow the others' starts.
+for (const name of names) targets[name] = await startServer(name)
+const stopAll = (err: unknown): void => {
+  console.error(err)
+  for (const t of Object.values(targets)) t.server.kill('SIGKILL')
+  void redis.stop()
+  process.exitCode = 1
+}
+process.once('uncaughtException', stopAll)
+process.once('unhandledRejection', stopAll)
 
 /** A full pass for the gated apps: in once (provisional), back once (upgraded to full). */
 async function passCookie(port: number): Promise<string> {
@@ -78,8 +90,9 @@ function load(name: string, seconds: number, headers: Record<string, string>): P
   return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers })
 }
 
-/** CPU time (user + system, µs) used so far by the server process. */
-function serverCpu(): Promise<number> {
+/** CPU time (user + system, µs) used so far by a scenario's server process. */
+function serverCpu(name: string): Promise<number> {
+  const server = targets[name]!.server
   return new Promise((resolve) => {
     server.once('message', (u: NodeJS.CpuUsage) => resolve(u.user + u.system))
     server.send('cpu')
@@ -129,9 +142,9 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const name of Object.keys(targets)) {
     const headers = await headersFor(name)
     await redisCommands()
-    const [cpu0, rcpu0] = [await serverCpu(), await redisCpu()]
+    const [cpu0, rcpu0] = [await serverCpu(name), await redisCpu()]
     const r = await load(name, SECONDS, headers)
-    const [cpu1, rcpu1] = [await serverCpu(), await redisCpu()]
+    const [cpu1, rcpu1] = [await serverCpu(name), await redisCpu()]
     const commands = await redisCommands()
     const n = Math.max(1, r.requests.total)
     ;(samples[name] ??= []).push({
@@ -233,6 +246,11 @@ if (file) console.log(`results: ${file}`)
 console.log(`overhead bench: ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
 redisClient.disconnect()
-server.kill('SIGTERM')
-await new Promise((r) => server.once('exit', r))
+await Promise.all(
+  Object.values(targets).map(({ server }) => {
+    const exited = new Promise((r) => server.once('exit', r))
+    server.kill('SIGTERM')
+    return exited
+  }),
+)
 await redis.stop()
