@@ -164,6 +164,15 @@ export class ResourceLocks {
     return { status: 'full', waiting: entered.waiting }
   }
 
+  /** Checks a ticket call's arguments; the lock's line, or `null` when the resource is unknown. */
+  private async ticketRoom(name: string, selector: string, ticket: string): Promise<WaitingRoom | null> {
+    checkName('resource name', name)
+    checkName('selector', selector)
+    checkTicket(ticket)
+    const definition = await this.resources.get(name)
+    return definition ? this.room(name, selector, definition) : null
+  }
+
   /**
    * Writes a selector's data for the holder of `ticket`: the lock is refreshed first (which
    * succeeds only while the ticket holds it, and then guarantees a full `timeout` of ownership), then
@@ -176,12 +185,8 @@ export class ResourceLocks {
     json: string,
     options: { unlock?: boolean } = {},
   ): Promise<TicketOutcome<'written'>> {
-    checkName('resource name', name)
-    checkName('selector', selector)
-    checkTicket(ticket)
-    const definition = await this.resources.get(name)
-    if (!definition) return 'not-found'
-    const room = this.room(name, selector, definition)
+    const room = await this.ticketRoom(name, selector, ticket)
+    if (room === null) return 'not-found'
     const lease = room.lease(ticket)
     if (!(await lease.refresh())) return this.whyNot(room)
     if (!(await this.resources.write(name, selector, json))) return 'not-found'
@@ -194,12 +199,8 @@ export class ResourceLocks {
    * (and is answered as not holding the lock).
    */
   async unlock(name: string, selector: string, ticket: string): Promise<TicketOutcome<'unlocked'>> {
-    checkName('resource name', name)
-    checkName('selector', selector)
-    checkTicket(ticket)
-    const definition = await this.resources.get(name)
-    if (!definition) return 'not-found'
-    const room = this.room(name, selector, definition)
+    const room = await this.ticketRoom(name, selector, ticket)
+    if (room === null) return 'not-found'
     if (await room.lease(ticket).release()) return 'unlocked'
     await room.leave(ticket)
     return this.whyNot(room)

@@ -5,7 +5,7 @@
  */
 import { AirlockError, optionError } from '../core/errors.js'
 import { describe, duration, knownKeys, safeName } from '../core/validate.js'
-import type { RedisClient } from '../stores/redis.js'
+import { redisClientOption, type RedisClient } from '../stores/redis.js'
 
 /** A resource as defined with `POST /resource`. */
 export interface ResourceDefinition {
@@ -111,14 +111,10 @@ export class RedisResources implements ResourceStorage {
       optionError(`redisResources() needs an options object with a client, got ${describe(options)}`)
     }
     knownKeys('redisResources()', options, ['client', 'prefix', 'commandTimeout'])
-    const client = options.client as unknown as Record<string, unknown> | undefined
-    if (!client || typeof client.defineCommand !== 'function' || typeof client.hget !== 'function') {
-      optionError('client must be an ioredis Redis or Cluster instance (new Redis(url)), got ' + describe(client))
-    }
-    this.client = options.client
+    this.client = redisClientOption(options.client)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
-    if (typeof client[WRITE_COMMAND] !== 'function') {
+    if (typeof (this.client as unknown as Record<string, unknown>)[WRITE_COMMAND] !== 'function') {
       this.client.defineCommand(WRITE_COMMAND, { numberOfKeys: 2, lua: WRITE_IF_DEFINED })
     }
   }

@@ -65,11 +65,8 @@ export class RedisStore implements Store {
       optionError(`redisStore() needs an options object with a client, got ${describe(options)}`)
     }
     knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix'])
-    const client = options.client as unknown as Record<string, unknown> | undefined
-    if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
-      optionError('client must be an ioredis Redis or Cluster instance (new Redis(url)), got ' + describe(client))
-    }
-    this.client = options.client
+    this.client = redisClientOption(options.client)
+    const client = this.client as unknown as Record<string, unknown>
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.deadlines = new Deadlines(this.commandTimeout)
@@ -396,6 +393,15 @@ class Deadlines {
       this.timer = undefined
     }
   }
+}
+
+/** Checks a `client` option: an ioredis `Redis` or `Cluster` (throws `ERR_AIRLOCK_OPTION` otherwise). */
+export function redisClientOption(value: unknown): RedisClient {
+  const client = value as Record<string, unknown> | undefined
+  if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
+    optionError('client must be an ioredis Redis or Cluster instance (new Redis(url)), got ' + describe(value))
+  }
+  return value as RedisClient
 }
 
 /** Creates a store on an ioredis client (ioredis is an optional peer dependency). */

@@ -3,10 +3,9 @@
  * runners, exit statuses, signal forwarding, and a lost slot (force-released, or Redis stopped).
  * The test watches the semaphore through its own Redis client.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createSemaphore, type Semaphore } from '../../src/core/semaphore.js'
-import { redisStore, type RedisStore } from '../../src/stores/redis.js'
-import { freePort, redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { freePort, redisAvailable, requireRedis, startRedis, usePrivateRedis } from '../helpers/redis.js'
 import { airlock, child } from './harness.js'
 
 requireRedis()
@@ -31,19 +30,10 @@ function killPid(pid: number): void {
 }
 
 describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', () => {
-  let redis: PrivateRedis
-  let store: RedisStore
-  beforeAll(async () => {
-    redis = await startRedis()
-    store = redisStore({ client: redis.client() })
-  })
-  afterAll(async () => {
-    await store?.close()
-    await redis?.stop()
-  })
-  const sem = (name: string, limit = 1): Semaphore => createSemaphore({ name, limit, ttl: 60_000, store })
+  const server = usePrivateRedis()
+  const sem = (name: string, limit = 1): Semaphore => createSemaphore({ name, limit, ttl: 60_000, store: server.store })
   const exec = (name: string, flags: string[], command: string[]) =>
-    airlock(['exec', '--name', name, '--redis', redis.url, ...flags, '--', ...command])
+    airlock(['exec', '--name', name, '--redis', server.redis.url, ...flags, '--', ...command])
 
   it('two overlapping runs: one runs, the other exits 75 with one line and runs nothing; a waiting one runs after', async () => {
     const name = uniq('overlap')
@@ -183,7 +173,7 @@ describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', (
   })
 
   it('AIRLOCK_REDIS_URL stands in for --redis', async () => {
-    const run = await airlock(['exec', '--name', uniq('env'), '--', ...child('exit', '5')], { AIRLOCK_REDIS_URL: redis.url }).exited
+    const run = await airlock(['exec', '--name', uniq('env'), '--', ...child('exit', '5')], { AIRLOCK_REDIS_URL: server.redis.url }).exited
     expect(run.code).toBe(5)
   })
 })

@@ -6,9 +6,9 @@ import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore } from '../helpers/stores.js'
+import { sleep, until } from '../helpers/wait.js'
 
 requireRedis()
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 let n = 0
 const uniq = (label: string) => `${label}-${++n}-${process.pid}`
 
@@ -55,7 +55,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
       const s = sem(1, 5_000, 10_000)
       const holder = (await s.acquire())!
       const waiting = s.acquireBlocking({ timeout: 8_000 })
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       const released = Date.now()
       await holder.release()
       const lease = await waiting
@@ -76,7 +76,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
             return lease!
           }),
         )
-        await waitFor(async () => (await s.getState()).waiting === i + 1)
+        await until(async () => (await s.getState()).waiting === i + 1)
       }
       for (let i = 0; i < 5; i++) {
         await holder.release()
@@ -101,7 +101,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
       await s.acquire()
       const ac = new AbortController()
       const waiting = s.acquireBlocking({ signal: ac.signal })
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       const reason = new Error('user gave up')
       ac.abort(reason)
       await expect(waiting).rejects.toBe(reason)
@@ -113,7 +113,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
       const s = sem(1)
       const holder = (await s.acquire())!
       const waiting = s.acquireBlocking({ timeout: 10_000 })
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       await holder.release()
       const jumper = await s.acquire()
       const waiter = await waiting
@@ -126,7 +126,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
       const s = sem(3)
       const light = (await s.acquire({ weight: 2 }))!
       const heavy = s.acquireBlocking({ weight: 3, timeout: 10_000 })
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       expect(await s.acquire({ weight: 1 })).toBeNull()
       await light.release()
       const lease = await heavy
@@ -182,20 +182,11 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
       const s = sem(1)
       await s.acquire()
       const waiting = s.acquireBlocking({ timeout: 10_000 })
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       expect(await s.forceReleaseAll()).toBe(1)
       expect(await waiting).not.toBeNull()
     })
   })
-}
-
-/** Polls `check` until true (bounded). */
-async function waitFor(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await sleep(10)
-  }
 }
 
 semaphoreSuite('memory', async () => {

@@ -12,7 +12,7 @@ import type { Store } from '../../src/stores/types.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 
 requireRedis()
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import { sleep, until } from '../helpers/wait.js'
 let n = 0
 const uniq = (label: string) => `throttle-${label}-${++n}-${process.pid}`
 
@@ -76,7 +76,7 @@ function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; c
       for (let i = 0; i < 12; i++) {
         calls.push(limited(i))
         // Call i has joined the line before call i + 1 is made.
-        await waitFor(async () => (await s.getState()).waiting === i + 1)
+        await until(async () => (await s.getState()).waiting === i + 1)
       }
       await holder.release()
       await Promise.all(calls)
@@ -123,7 +123,7 @@ function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; c
       const holder = (await s.acquire())!
       const limited = throttle(async (x: string) => `got ${x}`, { semaphore: s })
       const pending = limited('a')
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       await holder.release()
       expect(await pending).toBe('got a')
     })
@@ -160,9 +160,9 @@ function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; c
         return x
       }, { semaphore: s, signal: ac.signal })
       const inside = limited(1)
-      await waitFor(async () => (await s.getState()).held === 1)
+      await until(async () => (await s.getState()).held === 1)
       const waiting = limited(2)
-      await waitFor(async () => (await s.getState()).waiting === 1)
+      await until(async () => (await s.getState()).waiting === 1)
       const reason = new Error('shutting down')
       ac.abort(reason)
       await expect(waiting).rejects.toBe(reason)
@@ -196,14 +196,6 @@ describe('throttle options', () => {
     expect((err as Error).message).toMatch(message)
   })
 })
-
-async function waitFor(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
-  const until = Date.now() + timeout
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await sleep(5)
-  }
-}
 
 throttleSuite('memory', async () => {
   const store = memoryStore()

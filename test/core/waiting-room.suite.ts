@@ -9,6 +9,9 @@ import { createSemaphore } from '../../src/core/semaphore.js'
 import { createWaitingRoom, type EnterResult, type WaitingRoomOptions } from '../../src/core/waiting-room.js'
 import { isAirlockError } from '../../src/core/errors.js'
 import type { Store } from '../../src/stores/types.js'
+import { sleep, until } from '../helpers/wait.js'
+
+export { sleep, until }
 
 export interface RoomHarness {
   /** A store whose clock the test drives through `advance` (memory: a manual clock; Redis: real time). */
@@ -515,14 +518,3 @@ export function inversions(arrival: readonly string[], admitted: readonly string
   return count
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-export async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await sleep(20)
-  }
-}

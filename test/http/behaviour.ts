@@ -14,22 +14,12 @@ import { encodePass, PASS_CONTEXT } from '../../src/core/pass.js'
 import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
+import { sleep, until } from '../helpers/wait.js'
 import { Browser, hit, SECRET, startApp, Stats, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 async function held(store: Store, name = 'default'): Promise<number> {
   return (await store.state(name)).held
-}
-
-/** Polls `fn` until it returns true, or fails after `timeout` ms. Returns the time it took. */
-async function until(fn: () => Promise<boolean> | boolean, timeout: number, every = 50): Promise<number> {
-  const t0 = Date.now()
-  for (;;) {
-    if (await fn()) return Date.now() - t0
-    if (Date.now() - t0 > timeout) throw new Error(`condition not met within ${timeout} ms`)
-    await sleep(every)
-  }
 }
 
 /** A request whose client gives up after `abortAfter` ms (real socket, destroyed). */

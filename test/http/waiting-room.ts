@@ -13,9 +13,9 @@ import { redisStore } from '../../src/stores/redis.js'
 import { waitingPageHashes } from '../../src/pages/waiting.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
+import { sleep, until } from '../helpers/wait.js'
 import { Browser, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const JSON_ACCEPT = { accept: 'application/json' }
 
 /** A browser-like visitor that asks for JSON (an API client keeping cookies). */
@@ -40,15 +40,6 @@ function forgeTicket(fields: { gate?: string; visitorId: string; issuedAt?: numb
     visitorId: fields.visitorId,
     issuedAt: fields.issuedAt ?? Date.now(),
   })
-}
-
-/** Polls `fn` until it returns true, or fails after `timeout` ms. */
-async function until(fn: () => Promise<boolean> | boolean, timeout: number, every = 50): Promise<void> {
-  const t0 = Date.now()
-  while (!(await fn())) {
-    if (Date.now() - t0 > timeout) throw new Error(`condition not met within ${timeout} ms`)
-    await sleep(every)
-  }
 }
 
 export function waitingRoomBehaviour(adapter: AdapterName): void {
