@@ -32,8 +32,8 @@ const redis = (): Redis => {
   return c
 }
 
-/** What one app saw since the last reset. */
-interface Counters {
+/** What one app saw since the last reset (also the shape bench/hug.ts reads back). */
+export interface Counters {
   /** Requests that reached the fragile handler. */
   backend: number
   backend200: number

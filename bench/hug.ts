@@ -27,6 +27,7 @@ import { Agent, request as httpRequest, type ClientRequest, type IncomingHttpHea
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
+import type { Counters } from './hug-server.js'
 import { describeMachine, envNumber, fixed, machine, markdownTable, mean, percentile, redisVersion, writeResults } from './lib.js'
 
 const VISITORS = envNumber('VISITORS', 2000)
@@ -310,24 +311,7 @@ const ports: Record<string, number> = await new Promise((resolve, reject) => {
 })
 
 interface ServerStats {
-  stats: Record<
-    string,
-    {
-      backend: number
-      backend200: number
-      backend500: number
-      maxInFlight: number
-      failOpen: number
-      status: Record<string, number>
-      peakConnections: number
-      arrivals: string[]
-      admissions: string[]
-      held: number[]
-      waiting: number[]
-      toHandlerMs: number[]
-      pageMs: number[]
-    }
-  >
+  stats: Record<string, Omit<Counters, 'connections'>>
   loopDelayP99: number
   loopDelayMax: number
 }

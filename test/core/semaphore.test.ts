@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createSemaphore, type Semaphore } from '../../src/core/semaphore.js'
 import { isAirlockError } from '../../src/core/errors.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
-import { countingStore } from '../helpers/stores.js'
+import { countingStore, useStore } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
 
 requireRedis()
@@ -14,16 +14,9 @@ const uniq = (label: string) => `${label}-${++n}-${process.pid}`
 
 function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; close(): Promise<void> }>): void {
   describe(`semaphore on ${label}`, () => {
-    let store: Store
-    let close: () => Promise<void>
-    beforeAll(async () => {
-      ;({ store, close } = await makeStore())
-    })
-    afterAll(async () => {
-      await close?.()
-    })
+    const made = useStore(makeStore)
     const sem = (limit = 1, ttl = 5_000, pollInterval = 5_000): Semaphore =>
-      createSemaphore({ name: uniq(label), limit, ttl, store, pollInterval })
+      createSemaphore({ name: uniq(label), limit, ttl, store: made.store, pollInterval })
 
     it('acquires up to the limit and never waits', async () => {
       const s = sem(2)
@@ -152,7 +145,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
     })
 
     it('run() keeps a long job alive past ttl and stops refreshing when it ends', async () => {
-      const counting = countingStore(store)
+      const counting = countingStore(made.store)
       const s = createSemaphore({ name: uniq(label), limit: 1, ttl: 300, store: counting })
       let token = ''
       await s.run(async ({ lease, signal }) => {

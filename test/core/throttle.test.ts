@@ -13,6 +13,7 @@ import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../
 
 requireRedis()
 import { sleep, until } from '../helpers/wait.js'
+import { useStore } from '../helpers/stores.js'
 let n = 0
 const uniq = (label: string) => `throttle-${label}-${++n}-${process.pid}`
 
@@ -45,15 +46,8 @@ function insideCounter() {
 
 function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; close(): Promise<void> }>): void {
   describe(`throttle on ${label}`, () => {
-    let store: Store
-    let close: () => Promise<void>
-    beforeAll(async () => {
-      ;({ store, close } = await makeStore())
-    })
-    afterAll(async () => {
-      await close?.()
-    })
-    const sem = (limit: number, ttl = 10_000): Semaphore => createSemaphore({ name: uniq(label), limit, ttl, store })
+    const made = useStore(makeStore)
+    const sem = (limit: number, ttl = 10_000): Semaphore => createSemaphore({ name: uniq(label), limit, ttl, store: made.store })
 
     it('100 concurrent calls: never more than the limit inside, every call answered, all slots freed', async () => {
       const s = sem(3)

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest'
 import { STORE_METHODS, type Store } from '../../src/stores/types.js'
 
 /** A store that counts the calls it forwards to a real store (memory or Redis). */
@@ -33,4 +34,21 @@ export function recordingLogger() {
     lines.push({ level, obj, msg })
   }
   return { lines, warn: at('warn'), info: at('info'), error: at('error') }
+}
+
+/** A store made once for a describe block (beforeAll) and closed after it; read `.store` in tests. */
+export function useStore(make: () => Promise<{ store: Store; close(): Promise<void> }>): { readonly store: Store } {
+  let made: { store: Store; close(): Promise<void> } | undefined
+  beforeAll(async () => {
+    made = await make()
+  })
+  afterAll(async () => {
+    await made?.close()
+  })
+  return {
+    get store() {
+      if (!made) throw new Error('useStore: read .store inside a test or hook')
+      return made.store
+    },
+  }
 }
