@@ -1,17 +1,31 @@
 import { defineConfig } from 'tsup'
 
-// Optional peers stay external so memory-only users never load them.
-const external = ['ioredis', 'fastify', 'fastify-plugin', 'express']
+// Optional peers stay external so a user who does not use them never loads them.
+const external = ['ioredis', 'fastify', 'fastify-plugin', 'express', 'prom-client']
+
+/** One entry point per optional peer (see package.json "exports"). */
+export const ENTRIES = {
+  index: 'src/index.ts',
+  fastify: 'src/fastify.ts',
+  express: 'src/express.ts',
+  redis: 'src/redis.ts',
+  'lock-server': 'src/lock-server.ts',
+  testing: 'src/testing/index.ts',
+  prometheus: 'src/prometheus.ts',
+  dashboard: 'src/dashboard.ts',
+  proxy: 'src/proxy.ts',
+}
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts' },
+    entry: ENTRIES,
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,
     clean: true,
     target: 'node20',
-    splitting: false,
+    // Shared code (the default memory store, the classes) lives once in a chunk both entries use.
+    splitting: true,
     // import.meta.url (optional peers are loaded with createRequire) also in the CJS build.
     shims: true,
     external,

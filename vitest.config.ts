@@ -7,6 +7,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Redis suites spawn their own private redis-server per file; files run in parallel.
     pool: 'forks',
+    // Three files at once on the 2-core CI box: most slow files mostly wait (a 3-minute admission
+    // rate run, browsers, spawned servers), and vitest's default (cores - 1) would run them one by one.
+    maxWorkers: 3,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
   },
 })

@@ -7,12 +7,15 @@
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const ALL = ['overhead', 'semaphore', 'waiting-room', 'hug'] as const
+const ALL = ['overhead', 'semaphore', 'waiting-room', 'hug', 'steer', 'adaptive', 'proxy'] as const
 const FILES: Record<string, string> = {
   overhead: 'overhead.ts',
   semaphore: 'semaphore.ts',
   'waiting-room': 'waiting-room.ts',
   hug: 'hug.ts',
+  steer: 'steer.ts',
+  adaptive: 'adaptive.ts',
+  proxy: 'proxy.ts',
   chart: 'chart.ts',
 }
 const wanted = process.env.BENCHES ? process.env.BENCHES.split(',').map((s) => s.trim()) : [...ALL]

@@ -9,14 +9,21 @@
  * Apps: `unshielded`; `request-memory` / `request-redis` (gate in request mode); `session-redis` (gate in
  * session mode, Redis); `queue-redis` (gate with the waiting room, Redis). Shield limit: LIMIT (≤ CAPACITY).
  *
+ * With DASHBOARD_PORT, also serves the operator's dashboard for the Redis apps on that port.
+ *
  * Prints one JSON line `{ [app]: port }` once listening. IPC: `stats` → counters of every app since
  * the last `reset`; `reset` → zeroes them. SIGTERM closes everything.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
-import { airlockShield, memoryStore, redisStore, type AirlockShieldOptions } from '../src/index.js'
+import { airlockShield, type AirlockShieldOptions } from '../src/fastify.js'
+import { memoryStore } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 import { envNumber } from './lib.js'
+import { randomBytes } from 'node:crypto'
+import { createServer } from 'node:http'
+import { createDashboard } from '../src/dashboard.js'
 
 const CAPACITY = envNumber('CAPACITY', 50)
 const LIMIT = envNumber('LIMIT', CAPACITY)
@@ -158,18 +165,32 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
 }
 
 const common = { limit: LIMIT, retryAfter: RETRY_AFTER }
+// Each app's gate has its own name (so its own slots); the Redis ones share one store, which the
+// dashboard (DASHBOARD_PORT) reads.
+const hugStore = redisStore({ client: redis(), prefix: 'hug' })
 const sites = {
   unshielded: await fragileSite(),
-  'request-memory': await fragileSite({ ...common, mode: 'request', store: memoryStore() }),
-  'request-redis': await fragileSite({ ...common, mode: 'request', store: redisStore({ client: redis(), prefix: 'hug-request-redis' }) }),
-  'session-redis': await fragileSite({ ...common, store: redisStore({ client: redis(), prefix: 'hug-session-redis' }), secret: SECRET }),
+  'request-memory': await fragileSite({ ...common, name: 'request-memory', mode: 'request', store: memoryStore() }),
+  'request-redis': await fragileSite({ ...common, name: 'request-redis', mode: 'request', store: hugStore }),
+  'session-redis': await fragileSite({ ...common, name: 'session-redis', store: hugStore, secret: SECRET }),
   'queue-redis': await fragileSite({
     ...common,
-    store: redisStore({ client: redis(), prefix: 'hug-queue-redis' }),
+    name: 'queue-redis',
+    store: hugStore,
     secret: SECRET,
     // A quick line for a 10 s bench: pages poll every second; a head has 3 s to claim its slot.
     queue: { pollInterval: POLL_INTERVAL, claimWindow: POLL_INTERVAL * 3, idleTimeout: POLL_INTERVAL * 6 },
   }),
+}
+// DASHBOARD_PORT: the operator's dashboard for the Redis apps, to watch the hug live (token:
+// AIRLOCK_DASHBOARD_TOKEN, else one made up and printed on stderr).
+const dashboardPort = process.env.DASHBOARD_PORT
+if (dashboardPort !== undefined) {
+  const token = process.env.AIRLOCK_DASHBOARD_TOKEN ?? randomBytes(18).toString('hex')
+  const dashboard = createDashboard({ token, store: hugStore, names: ['request-redis', 'session-redis', 'queue-redis'], logger: { warn: () => {} } })
+  const server = createServer((req, res) => dashboard.handle(req, res))
+  server.listen(Number(dashboardPort), '127.0.0.1', () => console.error(`dashboard: http://127.0.0.1:${dashboardPort}/?token=${token}`))
+  server.unref()
 }
 console.log(JSON.stringify(Object.fromEntries(Object.entries(sites).map(([k, s]) => [k, (s.app.server.address() as { port: number }).port]))))
 

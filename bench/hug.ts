@@ -18,6 +18,9 @@
  * the unloaded latency of each app (one visitor, sequential pages). Everything stops by itself: no
  * new request after SECONDS, requests still open 2 s later are cut.
  *
+ * DASHBOARD_PORT=9090 (with AIRLOCK_DASHBOARD_TOKEN) serves the operator's dashboard for the Redis
+ * scenarios, to watch the hug live.
+ *
  * Env: VISITORS, SECONDS, RAMP, ABORT_SHARE, CAPACITY, LIMIT, WORK_MS, UNLOADED_PAGES (20), SCENARIOS (RegExp on the app
  * names: unshielded, request-memory, request-redis, session-redis, queue-redis), BENCH_RESULTS=<dir>.
  */

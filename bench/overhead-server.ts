@@ -7,16 +7,36 @@
  * with its CPU usage; closes everything on SIGTERM.
  *
  * Env: BENCH_REDIS_PORT (required), SCENARIO (the one scenario to serve, by exact name), or
- * SCENARIOS (a RegExp: every scenario whose name matches), or LIST=1 (print the names and exit).
+ * SCENARIOS (a RegExp: every scenario whose name matches), or LIST=1 (print the names and exit);
+ * AIRLOCK_SRC (another tree's src/ to measure instead of this one's).
  */
+import diagnostics from 'node:diagnostics_channel'
 import type { Server } from 'node:http'
+import { Registry } from 'prom-client'
 import underPressure from '@fastify/under-pressure'
 import rateLimit from '@fastify/rate-limit'
 import express from 'express'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis, type RedisOptions } from 'ioredis'
 import { Semaphore as RedisSemaphore } from 'redis-semaphore'
-import { airlock, airlockShield, memoryStore, redisStore, type AirlockMiddleware } from '../src/index.js'
+import type { AirlockMiddleware } from '../src/express.js'
+import type { airlockShield as AirlockShield } from '../src/fastify.js'
+import type { memoryStore as MemoryStore } from '../src/index.js'
+import type { redisStore as RedisStoreFactory } from '../src/redis.js'
+
+// The package under test: this tree's src/, or (AIRLOCK_SRC) another tree's, e.g. the previous
+// commit's worktree made by bench/overhead.ts for COMPARE. Older trees exported everything from
+// the root; newer ones from the entry points.
+const src = process.env.AIRLOCK_SRC ?? new URL('../src', import.meta.url).pathname
+const root = (await import(`${src}/index.ts`)) as Record<string, unknown>
+const from = async <T>(entry: string, name: string): Promise<T> =>
+  (root[name] ?? ((await import(`${src}/${entry}.ts`)) as Record<string, unknown>)[name]) as T
+const airlockShield = await from<typeof AirlockShield>('fastify', 'airlockShield')
+const airlock = await from<(options: object) => AirlockMiddleware>('express', 'airlock')
+const memoryStore = await from<typeof MemoryStore>('index', 'memoryStore')
+const redisStoreOf = await from<typeof RedisStoreFactory>('redis', 'redisStore')
+// Two trees on one Redis keep apart: their scripts may read each other's keys differently.
+const redisStore = (options: { client: Redis }) => redisStoreOf({ ...options, prefix: process.env.AIRLOCK_SRC ? 'compare' : 'airlock' })
 
 const SECRET = 'bench-secret-that-is-at-least-32-bytes'
 /** High enough never to trip with the bench's connections: we measure the cost, not the limiting. */
@@ -93,6 +113,26 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   'fastify + gate, pass holders, memory': [
     true,
     () => fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET }))),
+  ],
+  'fastify + gate, pass holders, memory, prometheus metrics': [
+    true,
+    () =>
+      fastifySite(async (app) => {
+        // airlock-shield/prometheus on prom-client: a counter per decision (and the gauges at scrape time).
+        const { airlockMetrics } = (await import(`${src}/prometheus.ts`).catch(() => ({}))) as { airlockMetrics?: (o: object) => unknown }
+        if (!airlockMetrics) throw new Error('this tree has no prometheus module (COMPARE with an older commit: filter it out with SCENARIOS)')
+        airlockMetrics({ registry: new Registry() })
+        await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET })
+      }),
+  ],
+  'fastify + gate, pass holders, memory, channel subscriber': [
+    true,
+    () =>
+      fastifySite(async (app) => {
+        // A subscriber on airlock:decision that does nothing: what publishing the events costs.
+        diagnostics.subscribe('airlock:decision', () => {})
+        await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET })
+      }),
   ],
   'fastify + gate, pass holders, redis': [
     true,

@@ -13,9 +13,14 @@
  * CPU the load generator got), it reports the server's CPU time per request, which is steadier.
  *
  * Env: ROUNDS (3), SECONDS per run (2), WARMUP seconds per scenario (1), CONNECTIONS (32),
- * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>.
+ * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>,
+ * COMPARE=<git ref> (also run every gated scenario on that commit, in a temporary git worktree,
+ * side by side in the same rounds: `COMPARE=HEAD~1 npm run bench:overhead`).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { startRedis } from '../test/helpers/redis.js'
@@ -40,19 +45,40 @@ interface Target {
   server: ChildProcess
 }
 
-/** Starts one scenario's server process; resolves once it listens. */
+// COMPARE: the same gated scenarios on another commit, checked out in a temporary worktree that
+// shares this tree's node_modules.
+const compare = process.env.COMPARE
+const repo = new URL('..', import.meta.url).pathname
+let compareTree: string | undefined
+if (compare) {
+  compareTree = join(mkdtempSync(join(tmpdir(), 'airlock-compare-')), 'tree')
+  execFileSync('git', ['worktree', 'add', '--detach', compareTree, compare], { cwd: repo, stdio: 'ignore' })
+  symlinkSync(join(repo, 'node_modules'), join(compareTree, 'node_modules'))
+}
+const removeCompareTree = (): void => {
+  if (!compareTree) return
+  execFileSync('git', ['worktree', 'remove', '--force', compareTree], { cwd: repo, stdio: 'ignore' })
+  rmSync(join(compareTree, '..'), { recursive: true, force: true })
+}
+const suffix = ` @${compare}`
+
+/** Starts one scenario's server process (a `name @ref` one on the COMPARE tree); resolves once it listens. */
 function startServer(name: string): Promise<Target> {
+  const other = compare !== undefined && name.endsWith(suffix)
+  const scenario = other ? name.slice(0, -suffix.length) : name
   const server = spawn(process.execPath, [...serverArgs, serverScript], {
-    env: { ...serverEnv, SCENARIO: name },
+    env: { ...serverEnv, SCENARIO: scenario, ...(other ? { AIRLOCK_SRC: join(compareTree!, 'src') } : {}) },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   })
   return new Promise((resolve, reject) => {
-    createInterface({ input: server.stdout! }).once('line', (line) => resolve({ ...JSON.parse(line)[name], server }))
+    createInterface({ input: server.stdout! }).once('line', (line) => resolve({ ...JSON.parse(line)[scenario], server }))
     server.once('exit', (code) => reject(new Error(`server for '${name}' exited with ${code}`)))
   })
 }
 
-const names: string[] = JSON.parse(execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString())
+const listed: string[] = JSON.parse(execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString())
+// Each gated scenario right before its twin on the COMPARE tree, so drift hits both alike.
+const names = listed.flatMap((name) => (compare && name.includes('+ gate') && !/metrics|subscriber/.test(name) ? [name, name + suffix] : [name]))
 const targets: Record<string, Target> = {}
 // One at a time: a cold start (tsx compiling) would otherwise slow the others' starts.
 for (const name of names) targets[name] = await startServer(name)
@@ -60,6 +86,7 @@ const stopAll = (err: unknown): void => {
   console.error(err)
   for (const t of Object.values(targets)) t.server.kill('SIGKILL')
   void redis.stop()
+  removeCompareTree()
   process.exitCode = 1
 }
 process.once('uncaughtException', stopAll)
@@ -237,7 +264,7 @@ for (const r of table) {
 for (const r of table) if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
 const file = writeResults('overhead', {
   machine: m,
-  settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS },
+  settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, compare },
   rows: table,
   markdown,
   elapsedSeconds: (Date.now() - started) / 1000,
@@ -254,3 +281,4 @@ await Promise.all(
   }),
 )
 await redis.stop()
+removeCompareTree()

@@ -12,7 +12,8 @@
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { Semaphore as RedisSemaphore } from 'redis-semaphore'
-import { createSemaphore, redisStore } from '../src/index.js'
+import { createSemaphore } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 import { startRedis } from '../test/helpers/redis.js'
 import { describeMachine, envNumber, machine, markdownTable, median, redisVersion, writeResults } from './lib.js'
 

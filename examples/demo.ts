@@ -3,10 +3,16 @@
  * so the busy page is easy to see. Ctrl-C stops it.
  */
 import Fastify from 'fastify'
-import { airlockShield, memoryStore } from '../src/index.js'
+import formbody from '@fastify/formbody'
+import { airlockShield } from '../src/fastify.js'
+import { memoryStore } from '../src/index.js'
 
 const LIMIT = 2
 const app = Fastify()
+// The "Leave" button posts an HTML form (application/x-www-form-urlencoded). Fastify parses only
+// JSON and plain text by itself and answers any other body type 415, so register the form parser
+// in every Fastify app that has HTML forms (npm install @fastify/formbody).
+await app.register(formbody)
 await app.register(airlockShield, {
   limit: LIMIT,
   store: memoryStore(),
@@ -32,6 +38,17 @@ app.post('/leave', async (_request, reply) => {
 })
 app.get('/stats', async () => app.airlockGate.state())
 
+// Stop cleanly on Ctrl-C or SIGTERM (installed before the banner: whoever reads it may signal at once).
+let stopping = false
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1)
+    stopping = true
+    console.log('\nstopping...')
+    void app.close().then(() => process.exit(0))
+  })
+}
+
 const address = await app.listen({ port: Number(process.env.PORT ?? 3000), host: '127.0.0.1' })
 const url = `${address}/`
 console.log(`
@@ -47,13 +64,3 @@ airlock-shield demo: ${url}  (room for ${LIMIT} visitors at once)
   gets in by itself within seconds of a slot freeing (cookie-less curl slots free after 10 s).
 
 Ctrl-C to stop.`)
-
-let stopping = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) process.exit(1)
-    stopping = true
-    console.log('\nstopping...')
-    void app.close().then(() => process.exit(0))
-  })
-}

@@ -5,7 +5,9 @@
  */
 import express from 'express'
 import { Redis } from 'ioredis'
-import { airlock, memoryStore, redisStore } from '../src/index.js'
+import { airlock } from '../src/express.js'
+import { memoryStore } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const store = redis ? redisStore({ client: redis }) : memoryStore()

@@ -5,7 +5,9 @@
  */
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
-import { airlockShield, memoryStore, redisStore } from '../src/index.js'
+import { airlockShield } from '../src/fastify.js'
+import { memoryStore } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const app = Fastify({ logger: true })

@@ -17,7 +17,7 @@ api -o /dev/null -X POST "$url/resource" -d "{\"name\":\"$resource\",\"timeout\"
 ticket='' status=''
 for _ in $(seq 1 60); do
   headers=$(mktemp)
-  data=$(api -D "$headers" ${ticket:+-H "x-ticket: $ticket"} "$path?lock=1")
+  data=$(api -D "$headers" ${ticket:+-H "x-ticket: $ticket"} "$path?lock=1&format=raw")
   status=$(awk 'NR==1 {print $2}' "$headers")
   ticket=$(awk 'tolower($1) == "x-ticket:" {print $2}' "$headers" | tr -d '\r')
   rm -f "$headers"

@@ -3,14 +3,22 @@
  * Then open http://127.0.0.1:3000/ in two browsers (or a normal and a private window): the first gets
  * in, the second waits at position 1 and is let in by itself when the first clicks "Leave".
  * With REDIS_URL set (and AIRLOCK_SECRET), every instance shares one line.
- * In your own app, import from 'airlock-shield' instead of '../src/index.js'.
+ * In your own app, import from 'airlock-shield' instead of '../src/index.js' (and install
+ * @fastify/formbody for the form, see below).
  */
 import Fastify from 'fastify'
+import formbody from '@fastify/formbody'
 import { Redis } from 'ioredis'
-import { airlockShield, memoryStore, redisStore } from '../src/index.js'
+import { airlockShield } from '../src/fastify.js'
+import { memoryStore } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const app = Fastify({ logger: { level: 'warn' } })
+// The "Leave" button posts an HTML form (application/x-www-form-urlencoded). Fastify parses only
+// JSON and plain text by itself and answers any other body type 415, so register the form parser
+// in every Fastify app that has HTML forms (npm install @fastify/formbody).
+await app.register(formbody)
 
 await app.register(airlockShield, {
   limit: Number(process.env.LIMIT ?? 1), // visitors in the shop at once

@@ -1,12 +1,12 @@
+/**
+ * `airlock-shield/express`: the Express 4/5 middleware. It only translates the gate's decisions
+ * into responses, and in request mode releases the slot once the handler's work is over.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import {
-  createGate,
-  type AirlockControl,
-  type Gate,
-  type GateDecision,
-  type GateOptions,
-  type RequestSlot,
-} from './core/gate.js'
+import { createGate, type Gate } from './gate/gate.js'
+import { controlFor, cookieList } from './gate/control.js'
+import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
+import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
 /** The parts of an Express 4/5 request the middleware reads (express's `Request` fits). */
 export interface ExpressLikeRequest extends IncomingMessage {
@@ -43,28 +43,23 @@ function isSecure(req: ExpressLikeRequest): boolean {
 }
 
 function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, req: Req, res: ExpressLikeResponse): AirlockControl {
-  return {
-    decision: d,
-    async release() {
-      if (d.kind === 'admit' && d.slot) return d.slot.release()
-      if (d.kind !== 'admit' && d.kind !== 'pass') return false
-      if (!res.headersSent) {
-        const prefix = `${gate.cookieName}=`
-        const current = res.getHeader('set-cookie')
-        const others = (Array.isArray(current) ? current : current === undefined ? [] : [String(current)]).filter(
-          (c) => !c.startsWith(prefix),
-        )
-        res.setHeader('set-cookie', [...others, gate.clearCookie(isSecure(req))])
-      }
-      return gate.release(d)
-    },
+  const jar = {
+    get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
+    set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
   }
+  return controlFor(gate, d, jar, isSecure(req))
 }
 
 function appendCookie(res: ServerResponse, cookie: string): void {
   const current = res.getHeader('set-cookie')
   if (current === undefined) res.setHeader('set-cookie', cookie)
   else res.setHeader('set-cookie', [...(Array.isArray(current) ? current : [String(current)]), cookie])
+}
+
+/** Adds a header, after any value already set (a `Link` list is comma-separated). */
+function appendHeader(res: ServerResponse, name: string, value: string): void {
+  const current = res.getHeader(name)
+  res.setHeader(name, current === undefined ? value : `${String(current)}, ${value}`)
 }
 
 /**
@@ -76,7 +71,7 @@ function releaseWhenDone(res: ServerResponse, slot: RequestSlot): void {
   const end = res.end
   res.end = function (this: ServerResponse, ...args: unknown[]) {
     res.end = end
-    void slot.release()
+    void slot.release(res.statusCode >= 500)
     return (end as (...a: unknown[]) => ServerResponse).apply(this, args)
   } as ServerResponse['end']
   res.once('finish', () => void slot.release())
@@ -95,6 +90,9 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       res.locals.airlock = control(gate, d, req, res)
     }
     if (d.setCookie !== undefined) appendCookie(res, d.setCookie)
+    if (d.kind === 'admit' && d.headers !== undefined) {
+      for (const [k, v] of Object.entries(d.headers)) appendHeader(res, k, v)
+    }
     if (d.response !== undefined) {
       res.statusCode = d.response.status
       for (const [k, v] of Object.entries(d.response.headers)) res.setHeader(k, v)
@@ -102,6 +100,11 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       return
     }
     if (d.kind === 'admit' && d.slot !== undefined) releaseWhenDone(res, d.slot)
+    else if (gate.adaptive && (d.kind === 'admit' || d.kind === 'pass')) {
+      // The adaptive limit learns from the response time of admitted requests.
+      const t0 = performance.now()
+      ;(res as unknown as ServerResponse).once('finish', () => gate.measure(performance.now() - t0, res.statusCode >= 500))
+    }
     next()
   }
 
@@ -117,6 +120,16 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
     else apply(req, res, next, d)
   }
   return Object.assign(middleware, { gate, close: () => gate.close() })
+}
+
+/**
+ * The operator's dashboard as Express middleware: `app.use('/airlock', airlockDashboard({ token, store, names }))`.
+ * Mount it before the gate (`app.use(airlock(...))`) so the operator is never turned away in a hug.
+ * The middleware has `close()` (stops sampling) and `dashboard`.
+ */
+export function airlockDashboard(options: DashboardOptions): ((req: IncomingMessage, res: ServerResponse) => void) & { dashboard: Dashboard; close(): void } {
+  const dashboard = createDashboard(options)
+  return Object.assign((req: IncomingMessage, res: ServerResponse) => dashboard.handle(req, res), { dashboard, close: () => dashboard.close() })
 }
 
 export default airlock

@@ -1,10 +1,15 @@
 /**
- * airlock-shield: a distributed semaphore with leases (memory or Redis), and what is built on it:
- * the web gate (`airlockShield` for Fastify 5, `airlock` for Express 4 and 5), the waiting room,
- * `throttle` for functions, and the HTTP lock service (`createLockServer`).
+ * airlock-shield: a distributed semaphore with leases, and what is built on it.
+ *
+ * The root holds what needs no optional peer: the semaphore, the memory store, the waiting room,
+ * `throttle`, errors, signing, the pages, and the framework-free gate. Each optional peer has its
+ * own entry point, so a project that does not use it installs nothing extra and its types never
+ * import it: `airlock-shield/fastify` (fastify), `airlock-shield/express` (express),
+ * `airlock-shield/redis` (ioredis), `airlock-shield/lock-server` (fastify), and
+ * `airlock-shield/testing` (the store contract suite for custom stores).
  * @packageDocumentation
  */
-export { AirlockError, isAirlockError, type AirlockErrorCode } from './core/errors.js'
+export { AirlockError, isAirlockError, type AirlockErrorCode } from './base/errors.js'
 export {
   createSemaphore,
   Semaphore,
@@ -32,37 +37,58 @@ export {
   type Queued,
   type WaitingRoomOptions,
   type WaitingRoomState,
+  type WaitingRoomStatus,
   type WithAdmittedOptions,
 } from './core/waiting-room.js'
 export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
-export { redisStore, RedisStore, type RedisClient, type RedisStoreOptions } from './stores/redis.js'
 export type {
   AcquireRequest,
   AcquireResult,
+  ControlRecord,
   LeaseState,
   QueueRequest,
+  QueueSettings,
   RefreshResult,
   Store,
+  StoreStatus,
 } from './stores/types.js'
+export { createGate, Gate } from './gate/gate.js'
 export {
-  createGate,
-  Gate,
-  type AdmitDecision,
-  type AirlockControl,
-  type BusyDecision,
-  type BypassDecision,
-  type GateCookieOptions,
-  type GateDecision,
-  type GateLogger,
-  type GateOptions,
-  type GateResponse,
-  type PassDecision,
-  type QueuedDecision,
-  type RequestSlot,
-  type RequestView,
-} from './core/gate.js'
-export type { GateQueueOptions } from './core/line.js'
-export { createSigner, type Signer, type SignerOptions } from './core/signing.js'
+  airlockControl,
+  CONTROL_MODES,
+  type ControlMode,
+  type ControlPatch,
+  type ControlState,
+  type LiveControl,
+  type LiveControlOptions,
+} from './core/control.js'
+export type {
+  AdmitDecision,
+  AirlockControl,
+  BusyDecision,
+  BypassDecision,
+  GateCookieOptions,
+  GateDecision,
+  GateLogger,
+  GateOptions,
+  GateResponse,
+  GateStatus,
+  PassDecision,
+  QueuedDecision,
+  RequestSlot,
+  RequestView,
+} from './gate/types.js'
+export type { GateQueueOptions } from './gate/line.js'
+export type { GateCounters, InstanceReport } from './gate/stats.js'
+export {
+  CHANNELS,
+  type BreakerEvent,
+  type ControlEvent,
+  type DecisionEvent,
+  type QueueEvent,
+  type StoreEvent,
+} from './base/events.js'
+export { createSigner, type Signer, type SignerOptions } from './base/signing.js'
 export { busyPageHashes, BUSY_PAGE_CSP, renderBusyPage, type BusyPage, type BusyPageContext } from './pages/busy.js'
 export {
   describeEta,
@@ -72,22 +98,3 @@ export {
   type WaitingPage,
   type WaitingPageContext,
 } from './pages/waiting.js'
-export {
-  airlockShield,
-  type AirlockRouteConfig,
-  type AirlockRouteGateOptions,
-  type AirlockShieldOptions,
-} from './fastify.js'
-export { createLockServer, type LockServerOptions } from './lock-server/server.js'
-export { KEY_ENV, type ApiKeys, type KeyList } from './lock-server/keys.js'
-export type { LockQueueOptions } from './lock-server/locks.js'
-export {
-  memoryResources,
-  MemoryResources,
-  redisResources,
-  RedisResources,
-  type RedisResourcesOptions,
-  type ResourceDefinition,
-  type ResourceStorage,
-} from './lock-server/resources.js'
-export { airlock, type AirlockMiddleware, type ExpressLikeRequest, type ExpressLikeResponse } from './express.js'

@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import { airlockShield } from '../src/fastify.js'
 import defaultExport from '../src/fastify.js'
-import { airlockShield as fromRoot } from '../src/index.js'
-import { isAirlockError } from '../src/core/errors.js'
+import { isAirlockError } from '../src/base/errors.js'
 import { memoryStore } from '../src/stores/memory.js'
 import { countingStore, recordingLogger } from './helpers/stores.js'
 
@@ -12,7 +11,6 @@ const SECRET = 'f'.repeat(32)
 describe('Fastify plugin', () => {
   it('is a fastify-plugin named airlock-shield for Fastify 5, default and named export', () => {
     expect(defaultExport).toBe(airlockShield)
-    expect(fromRoot).toBe(airlockShield)
     const meta = (airlockShield as unknown as Record<symbol, { name: string; fastify: string }>)[Symbol.for('plugin-meta')]
     expect(meta).toMatchObject({ name: 'airlock-shield', fastify: '5.x' })
   })
@@ -32,6 +30,40 @@ describe('Fastify plugin', () => {
     )
     await bad.close().catch(() => {})
     await unnamed.close()
+  })
+
+  it('takes several registrations on one instance, each its own named gate; the same name twice fails at startup', async () => {
+    const app = Fastify()
+    const site = memoryStore()
+    const api = countingStore(memoryStore())
+    await app.register(airlockShield, { limit: 1, store: site, secret: SECRET, logger: recordingLogger() })
+    await app.register(airlockShield, { name: 'api', mode: 'request', global: false, limit: 1, store: api, logger: recordingLogger() })
+    app.get('/', async (_req, reply) => `site ${reply.airlock.decision?.kind}`)
+    app.get('/api/slow', { config: { airlock: 'api' } }, async (_req, reply) => {
+      await new Promise((r) => setTimeout(r, 100))
+      return `api ${reply.airlock.decision?.kind}`
+    })
+    await app.ready()
+    expect([...app.airlockGates.keys()]).toEqual(['default', 'api'])
+    expect(app.airlockGate.name).toBe('default')
+    // '/' is gated by the site's gate only (limit 1): a second cookie-less visitor is busy.
+    expect((await app.inject('/')).body).toBe('site admit')
+    expect((await app.inject('/')).statusCode).toBe(503)
+    // '/api/slow' by the api gate only (request mode, limit 1), never by the site's (full) gate.
+    const [a, b] = await Promise.all([app.inject('/api/slow'), app.inject('/api/slow')])
+    expect([a.statusCode, b.statusCode].sort()).toEqual([200, 503])
+    expect([a.body, b.body]).toContain('api admit')
+    expect(api.calls.acquire).toBe(2)
+    expect((await site.state('default')).held).toBe(1)
+    await app.close()
+
+    const twice = Fastify()
+    await twice.register(airlockShield, { secret: SECRET, logger: recordingLogger() })
+    await expect(twice.register(airlockShield, { secret: SECRET, logger: recordingLogger() })).rejects.toSatisfy(
+      (err: unknown) =>
+        isAirlockError(err, 'ERR_AIRLOCK_OPTION') && /already registered with a gate named 'default': give this registration its own name/.test((err as Error).message),
+    )
+    await twice.close().catch(() => {})
   })
 
   it('runs the gate once per request (GET and the derived HEAD route), and only on gated routes with global: false', async () => {

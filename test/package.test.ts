@@ -2,10 +2,11 @@
  * The published package, as a user gets it: built, `npm pack`ed, unpacked into a fresh
  * node_modules, then loaded with both `import` and `require` in separate Node processes.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { promisify } from 'node:util'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join, posix, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from './helpers/redis.js'
 
@@ -45,6 +46,29 @@ describe('packed package', () => {
     expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false)
   })
 
+  it('ships every docs/*.md, and every file the README and those docs link to (pictures too)', () => {
+    const shippedDocs = files.filter((f) => f.startsWith('docs/') && f.endsWith('.md'))
+    expect(shippedDocs.sort()).toEqual(readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`).sort())
+    const linked = new Set<string>()
+    for (const file of ['README.md', ...shippedDocs]) {
+      for (const [, href] of readFileSync(join(root, file), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = href!.split('#')[0]!
+        if (target && !/^[a-z][a-z+.-]*:/i.test(target)) linked.add(posix.normalize(posix.join(posix.dirname(file), target)))
+      }
+    }
+    expect([...linked]).toEqual(expect.arrayContaining(['docs/gate.md', 'docs/busy-page.png', 'docs/waiting-page.png']))
+    expect([...linked].filter((f) => !files.includes(f))).toEqual([])
+  })
+
+  it('package.json names the repository, the homepage and the issue tracker', () => {
+    const pkg = JSON.parse(readFileSync(join(dir, 'node_modules', 'airlock-shield', 'package.json'), 'utf8'))
+    expect({ repository: pkg.repository, homepage: pkg.homepage, bugs: pkg.bugs }).toEqual({
+      repository: { type: 'git', url: 'git+https://github.com/airlock-shield/airlock-shield.git' },
+      homepage: 'https://github.com/airlock-shield/airlock-shield#readme',
+      bugs: 'https://github.com/airlock-shield/airlock-shield/issues',
+    })
+  })
+
   const script = (load: string) => `
 ${load}
 const sem = createSemaphore({ name: 'pkg', limit: 1, ttl: 5000 })
@@ -68,11 +92,17 @@ console.log(JSON.stringify({ first: lease !== null, second: second === null, red
 `
 
   it.each([
-    ['ESM import', 'esm.mjs', "import { createSemaphore, redisStore, AirlockError, throttle, createLockServer } from 'airlock-shield'\nimport { Redis } from 'ioredis'"],
+    [
+      'ESM import',
+      'esm.mjs',
+      "import { createSemaphore, AirlockError, throttle } from 'airlock-shield'\nimport { redisStore } from 'airlock-shield/redis'\n" +
+        "import { createLockServer } from 'airlock-shield/lock-server'\nimport { Redis } from 'ioredis'",
+    ],
     [
       'CJS require',
       'cjs.cjs',
-      "const { createSemaphore, redisStore, AirlockError, throttle, createLockServer } = require('airlock-shield')\nconst { Redis } = require('ioredis')\n;(async () => {",
+      "const { createSemaphore, AirlockError, throttle } = require('airlock-shield')\nconst { redisStore } = require('airlock-shield/redis')\n" +
+        "const { createLockServer } = require('airlock-shield/lock-server')\nconst { Redis } = require('ioredis')\n;(async () => {",
     ],
   ])('%s works', (_label, file, load) => {
     const body = file.endsWith('.cjs') ? script(load) + '})()' : script(load)
@@ -94,6 +124,44 @@ console.log(JSON.stringify({ first: lease !== null, second: second === null, red
     })
   })
 
+  it('ESM and CJS copies in one process recognize each other (brand checks) and share the default memory store', () => {
+    writeFileSync(
+      join(dir, 'both.mjs'),
+      `import { createRequire } from 'node:module'
+import * as esm from 'airlock-shield'
+import * as esmRedis from 'airlock-shield/redis'
+import { Redis } from 'ioredis'
+const cjs = createRequire(import.meta.url)('airlock-shield')
+const cjsRedis = createRequire(import.meta.url)('airlock-shield/redis')
+let err
+try { cjs.createSemaphore({ name: 'x', limit: 0, ttl: 1 }) } catch (e) { err = e }
+const a = await esm.createSemaphore({ name: 'both', limit: 1, ttl: 5000 }).acquire()
+const b = await cjs.createSemaphore({ name: 'both', limit: 1, ttl: 5000 }).acquire()
+const client = new Redis({ lazyConnect: true })
+console.log(JSON.stringify({
+  distinct: esm.AirlockError !== cjs.AirlockError,
+  isAirlockError: esm.isAirlockError(err, 'ERR_AIRLOCK_OPTION'),
+  instanceOf: err instanceof esm.AirlockError,
+  sharedStore: a !== null && b === null,
+  redisBrand: esmRedis.isRedisStore(cjsRedis.redisStore({ client })),
+}))
+client.disconnect()`,
+    )
+    const run = spawnSync(process.execPath, ['both.mjs'], { cwd: dir, encoding: 'utf8', timeout: 30_000 })
+    expect(run.stderr).toBe('')
+    expect(JSON.parse(run.stdout)).toEqual({ distinct: true, isAirlockError: true, instanceOf: true, sharedStore: true, redisBrand: true })
+  })
+
+  it('publint and @arethetypeswrong/cli find nothing wrong (every entry, every resolution mode)', () => {
+    const bin = (name: string) => join(root, 'node_modules', '.bin', name)
+    const publint = spawnSync(bin('publint'), [join(dir, 'node_modules', 'airlock-shield'), '--strict'], { encoding: 'utf8', timeout: 60_000 })
+    expect(publint.status, publint.stdout + publint.stderr).toBe(0)
+    expect(publint.stdout).toContain('All good!')
+    const attw = spawnSync(bin('attw'), [tarball, '--format', 'ascii'], { encoding: 'utf8', timeout: 60_000 })
+    expect(attw.status, attw.stdout + attw.stderr).toBe(0)
+    expect(attw.stdout).toContain('No problems found')
+  })
+
   it('the airlock executable runs a command under a Redis semaphore (ioredis resolved as a peer)', () => {
     const cli = join(dir, 'node_modules', 'airlock-shield', 'dist', 'cli.js')
     expect(spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' }).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
@@ -105,6 +173,103 @@ console.log(JSON.stringify({ first: lease !== null, second: second === null, red
     )
     expect(run.stderr).toBe('')
     expect(run.status).toBe(3)
+  })
+
+  describe('TypeScript projects with skipLibCheck: false, each with only its own peer installed', () => {
+    const SECRET = "'consumer-secret-of-at-least-32-bytes!!'"
+    const consumers: Record<string, { peers: string[]; cjs?: boolean; absent: string[]; main: string; expected: unknown }> = {
+      express: {
+        peers: ['express@^5', '@types/express@^5'],
+        absent: ['fastify', 'ioredis'],
+        main: `import express from 'express'
+import { airlock } from 'airlock-shield/express'
+import type { SemaphoreState } from 'airlock-shield'
+const gate = airlock({ limit: 1, secret: ${SECRET} })
+const app = express()
+app.use(gate)
+app.get('/', (_req, res) => { res.send(res.locals.airlock?.decision?.kind ?? 'none') })
+const server = app.listen(0, '127.0.0.1', async () => {
+  const url = 'http://127.0.0.1:' + (server.address() as { port: number }).port + '/'
+  const first = await (await fetch(url)).text()
+  const second = (await fetch(url)).status
+  const state: SemaphoreState = await gate.gate.state()
+  console.log(JSON.stringify({ first, second, held: state.held }))
+  server.close()
+  await gate.close()
+})
+`,
+        expected: { first: 'admit', second: 503, held: 1 },
+      },
+      fastify: {
+        peers: ['fastify@^5'],
+        absent: ['express', 'ioredis'],
+        main: `import Fastify from 'fastify'
+import { airlockShield } from 'airlock-shield/fastify'
+const app = Fastify()
+await app.register(airlockShield, { limit: 1, secret: ${SECRET} })
+app.get('/', async (_req, reply) => reply.airlock.decision?.kind ?? 'none')
+const first = (await app.inject('/')).body
+const second = (await app.inject('/')).statusCode
+console.log(JSON.stringify({ first, second, gate: app.airlockGate.name }))
+await app.close()
+`,
+        expected: { first: 'admit', second: 503, gate: 'default' },
+      },
+      memory: {
+        peers: [],
+        cjs: true,
+        absent: ['express', 'fastify', 'ioredis'],
+        main: `import { createSemaphore, createWaitingRoom, isAirlockError, throttle, type Lease } from 'airlock-shield'
+async function main(): Promise<void> {
+  const sem = createSemaphore({ name: 'jobs', limit: 1, ttl: 5000 })
+  const lease: Lease | null = await sem.acquire()
+  const double = throttle(async (x: number) => x * 2, { semaphore: createSemaphore({ name: 'api', limit: 2, ttl: 5000 }) })
+  const room = createWaitingRoom({ name: 'room', limit: 1, ttl: 5000 })
+  const entered = (await room.enter('visitor-1')).status
+  let code = ''
+  try { createSemaphore({ name: 'bad', limit: 0, ttl: 1 }) } catch (err) { if (isAirlockError(err)) code = err.code }
+  console.log(JSON.stringify({ lease: lease !== null, busy: (await sem.acquire()) === null, doubled: await double(21), entered, code }))
+}
+void main()
+`,
+        expected: { lease: true, busy: true, doubled: 42, entered: 'admitted', code: 'ERR_AIRLOCK_OPTION' },
+      },
+    }
+    const dirs: Record<string, string> = {}
+    beforeAll(async () => {
+      // Outside the repo, so no other peer can be found up the tree; installed side by side.
+      await Promise.all(
+        Object.entries(consumers).map(async ([name, c]) => {
+          const d = mkdtempSync(join(tmpdir(), `airlock-ts-${name}-`))
+          dirs[name] = d
+          writeFileSync(join(d, 'package.json'), JSON.stringify({ name: `ts-${name}`, private: true, ...(c.cjs ? {} : { type: 'module' }) }))
+          writeFileSync(
+            join(d, 'tsconfig.json'),
+            JSON.stringify({
+              compilerOptions: { strict: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', outDir: 'out', types: ['node'] },
+              include: ['main.ts'],
+            }),
+          )
+          writeFileSync(join(d, 'main.ts'), c.main)
+          await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@^20', ...c.peers], { cwd: d })
+        }),
+      )
+    }, 240_000)
+    afterAll(() => {
+      for (const d of Object.values(dirs)) rmSync(d, { recursive: true, force: true })
+    })
+
+    it.each(Object.keys(consumers))('%s: compiles with the strictest library check and runs', (name) => {
+      const c = consumers[name]!
+      const d = dirs[name]!
+      for (const peer of c.absent) expect(existsSync(join(d, 'node_modules', peer)), `${peer} must not be installed`).toBe(false)
+      const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: d, encoding: 'utf8' })
+      expect(tsc.stdout + tsc.stderr).toBe('')
+      expect(tsc.status).toBe(0)
+      const run = spawnSync(process.execPath, ['out/main.js'], { cwd: d, encoding: 'utf8', timeout: 30_000 })
+      expect(run.stderr).toBe('')
+      expect(JSON.parse(run.stdout)).toEqual(c.expected)
+    })
   })
 
   describe('installed with npm where no optional peer is installed', () => {

@@ -1,16 +1,9 @@
 import { describe, expectTypeOf, test } from 'vitest'
 import Fastify, { type FastifyRequest } from 'fastify'
 import express from 'express'
-import {
-  airlock,
-  airlockShield,
-  createGate,
-  type AirlockControl,
-  type AirlockRouteConfig,
-  type Gate,
-  type GateDecision,
-  type GateOptions,
-} from '../src/index.js'
+import { airlock } from '../src/express.js'
+import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
+import { createGate, type AirlockControl, type Gate, type GateDecision, type GateOptions } from '../src/index.js'
 
 describe('Fastify types', () => {
   test('reply.airlock, app.airlockGate and route config', () => {
@@ -35,7 +28,7 @@ describe('Fastify types', () => {
     app.get('/bad', { config: { airlock: { limit: 2 } } }, async () => 'ok')
     // (A misspelt option inside route config is not caught by Fastify's config typing; it fails at startup.)
     expectTypeOf(app.airlockGate).toEqualTypeOf<Gate<FastifyRequest>>()
-    expectTypeOf<AirlockRouteConfig>().toEqualTypeOf<boolean | (GateOptions<FastifyRequest> & { name: string })>()
+    expectTypeOf<AirlockRouteConfig>().toEqualTypeOf<boolean | string | (GateOptions<FastifyRequest> & { name: string })>()
   })
 })
 

@@ -2,7 +2,7 @@
  * A small, strict flag parser: `--flag value`, `--flag=value`, short aliases, `--` to end the
  * flags. Unknown flags, missing values and repeated flags are usage errors naming the flag.
  */
-import { safeName } from '../core/validate.js'
+import { MAX_DURATION, safeName, TIMER_BOUND } from '../base/validate.js'
 import { UsageError } from './exit.js'
 
 export interface FlagSpec {
@@ -89,17 +89,23 @@ export function integerFlag(flag: string, value: string, min = 1, max = Number.M
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
 /**
- * A duration flag: milliseconds (`60000`) or a number with a unit (`500ms`, `30s`, `5m`, `1h`).
- * With `forever`, the words `forever`/`infinity` mean no limit.
+ * A duration flag: milliseconds (`60000`) or a number with a unit (`500ms`, `30s`, `5m`, `1h`), at
+ * most {@link MAX_DURATION} ms (about 24.8 days). With `forever`, the words `forever`/`infinity`
+ * mean no limit.
  */
 export function durationFlag(flag: string, value: string, options: { min: number; forever?: boolean }): number {
   if (options.forever && /^(forever|infinity)$/i.test(value)) return Infinity
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value)
   const ms = match ? Math.round(Number(match[1]) * UNITS[match[2] ?? 'ms']!) : NaN
-  if (!Number.isSafeInteger(ms) || ms < options.min) {
+  if (!Number.isFinite(ms) || ms < options.min) {
     const what = options.min > 0 ? 'a positive duration' : 'a duration'
     throw new UsageError(
       `--${flag} must be ${what} in ms or with a unit (500ms, 30s, 5m, 1h)${options.forever ? ", or 'forever'" : ''}, got '${value}'`,
+    )
+  }
+  if (ms > MAX_DURATION) {
+    throw new UsageError(
+      `--${flag} must be at most ${MAX_DURATION} ms (${TIMER_BOUND.why})${options.forever ? ", or 'forever'" : ''}, got '${value}'`,
     )
   }
   return ms

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { constants } from 'node:os'
-import { isAirlockError } from '../core/errors.js'
+import { isAirlockError } from '../base/errors.js'
 import { createSemaphore, type Semaphore } from '../core/semaphore.js'
 import {
   durationFlag,
@@ -43,7 +43,8 @@ when it exits; if airlock itself is killed, the slot frees itself after --ttl.
 Options:
 ${flagHelp(EXEC_FLAGS)}
 
-DURATION is milliseconds (60000) or a number with a unit: 500ms, 30s, 5m, 1h.
+DURATION is milliseconds (60000) or a number with a unit: 500ms, 30s, 5m, 1h; at most
+2147483647 ms (about 24.8 days, the longest a timer can wait).
 The memory store cannot see other processes, so exec always needs Redis: --redis or
 AIRLOCK_REDIS_URL. Redis >= 6.2; needs the ioredis package (npm install ioredis).
 
@@ -61,7 +62,9 @@ Signals: ${FORWARDED_SIGNALS.join(', ')} sent to airlock are passed on to COMMAN
 for a slot they stop the wait (exit 128+N). airlock waits for COMMAND to exit, then releases.
 
 Example (crontab): run the nightly report, skip it while the previous one still runs:
-  */5 * * * * AIRLOCK_REDIS_URL=redis://10.0.0.5:6379 npx airlock exec --name report --ttl 60s -- node report.js
+  */5 * * * * cd /srv/app && AIRLOCK_REDIS_URL=redis://10.0.0.5:6379 node_modules/.bin/airlock exec --name report --ttl 60s -- node report.js
+From cron, call the airlock installed in your app (node_modules/.bin/airlock), not npx: cron
+starts in your home directory, where npx would download an unrelated package named airlock.
 `
 
 interface ExecOptions {

@@ -2,8 +2,8 @@
  * Connecting the CLI to Redis: ioredis is loaded only here, only when --redis is given, so the
  * command works without it for everything else and says how to add it when it is missing.
  */
-import { isAirlockError } from '../core/errors.js'
-import { loadPeer } from '../core/peer.js'
+import { isAirlockError } from '../base/errors.js'
+import { loadPeer } from '../base/peer.js'
 import { redisStore, type RedisStore } from '../stores/redis.js'
 import { CliError, EXIT } from './exit.js'
 import { redactUrl } from './args.js'

@@ -2,7 +2,7 @@
  * `airlock serve`: the HTTP lock service as a process, on Redis (shared by any number of
  * instances, kept across restarts) or on this process's memory.
  */
-import { isAirlockError } from '../core/errors.js'
+import { isAirlockError } from '../base/errors.js'
 import { apiKeysFromEnv, KEY_ENV, type ApiKeys } from '../lock-server/keys.js'
 import { createLockServer } from '../lock-server/server.js'
 import { memoryStore } from '../stores/memory.js'
@@ -19,6 +19,7 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { name: 'redis', value: 'URL', help: 'Redis for locks, resources and data: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; without it: memory)' },
   { name: 'prefix', value: 'PREFIX', help: 'Redis key prefix (default airlock)' },
   { name: 'body-limit', value: 'BYTES', help: 'largest request body; larger gets 413 (default 1048576)' },
+  { name: 'data-format', value: 'FORMAT', help: "reads answer 'envelope' ({\"data\":\"<json>\"}, the Small Resource Server's) or 'raw' (the JSON itself); default envelope" },
   { name: 'log-level', value: 'LEVEL', help: `JSON log lines on stdout at this level: ${LOG_LEVELS.join(', ')} (default info)` },
   { name: 'help', short: 'h', help: 'show this help' },
 ]
@@ -55,6 +56,7 @@ interface ServeOptions {
   redis: string | undefined
   prefix: string
   bodyLimit: number
+  dataFormat: 'envelope' | 'raw'
   logLevel: (typeof LOG_LEVELS)[number]
 }
 
@@ -68,12 +70,15 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   const host = flags.get('host') ?? '127.0.0.1'
   if (host === '') throw new UsageError("--host must be an address such as 127.0.0.1 or 0.0.0.0, got ''")
   const redis = flags.get('redis') ?? (env.AIRLOCK_REDIS_URL || undefined)
+  const dataFormat = flags.get('data-format') ?? 'envelope'
+  if (dataFormat !== 'envelope' && dataFormat !== 'raw') throw new UsageError(`--data-format must be envelope or raw, got '${dataFormat}'`)
   return {
     port: flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 8080,
     host,
     redis: redis === undefined ? undefined : redisUrlFlag(flags.has('redis') ? 'redis' : 'redis (AIRLOCK_REDIS_URL)', redis),
     prefix: flags.has('prefix') ? nameFlag('prefix', flags.get('prefix')!) : 'airlock',
     bodyLimit: flags.has('body-limit') ? integerFlag('body-limit', flags.get('body-limit')!) : 1024 * 1024,
+    dataFormat,
     logLevel: logLevel as ServeOptions['logLevel'],
   }
 }
@@ -91,7 +96,7 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   try {
     let app: ReturnType<typeof createLockServer>
     try {
-      app = createLockServer({ store, apiKeys, bodyLimit: options.bodyLimit, logger: { level: options.logLevel } })
+      app = createLockServer({ store, apiKeys, bodyLimit: options.bodyLimit, dataFormat: options.dataFormat, logger: { level: options.logLevel } })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
       if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'serve'))

@@ -1,26 +1,46 @@
-import { randomBytes } from 'node:crypto'
-import { defaultStore } from '../stores/memory.js'
-import { assertStore } from '../stores/assert.js'
-import type { AcquireResult, LeaseState, QueueRequest, Store } from '../stores/types.js'
+import { resolveStore } from '../stores/resolve.js'
+import type { AcquireResult, QueueRequest, Store } from '../stores/types.js'
+import { LeaseImpl, newToken, type Lease, type LeaseHandle, type RunContext, type SemaphoreState } from './lease.js'
 import { runHolding, waitInLine } from './waiting.js'
-import { AirlockError, optionError } from './errors.js'
-import { describe, duration, knownKeys, optionsObject, positiveInteger, safeName, waitDuration } from './validate.js'
+import { AirlockError, optionError } from '../base/errors.js'
+import {
+  abortSignal,
+  boolean,
+  describe,
+  duration,
+  knownKeys,
+  optionsObject,
+  positiveInteger,
+  productBound,
+  semaphoreName,
+  waitDuration,
+} from '../base/validate.js'
 
-/** Options of {@link createSemaphore}. All durations in milliseconds. */
+/** Options of {@link createSemaphore}. All durations in milliseconds, at most 2^31 − 1 (a timer's limit). */
 export interface SemaphoreOptions {
   /** Identifies the semaphore in its store; processes sharing a name share the slots. */
   name: string
-  /** How many weight units may be held at once. */
-  limit: number
+  /**
+   * How many weight units may be held at once. A function is read on every acquire (a live limit:
+   * lowering it never takes a slot from its holder, new acquires wait until fewer are held).
+   */
+  limit: number | (() => number)
   /** Life of a slot; a crashed holder's slot frees itself after this. */
   ttl: number
+  /**
+   * At most this many acquisitions per minute across every process on the store (evenly spaced,
+   * in bursts of up to a second's worth, at least 2); an acquisition the rate refuses waits or fails as if the
+   * semaphore were full. A function is read on every acquire (`null`: no cap). Default: no cap.
+   */
+  admissionRate?: number | (() => number | null)
   /** Where slots live. Default: the process-wide memory store. */
   store?: Store
   /**
    * Blocking waiters re-check at least this often, as a safety net for a lost wake-up message
-   * (and as their sign of life in line). Default 1000.
+   * (and as their sign of life in line); a waiter unseen for 10× this loses its place, so it is at
+   * most 214,748,364 (10× must fit a timer). Default 1000.
    */
-  pollInterval?: number
+  retryInterval?: number
 }
 
 export interface AcquireOptions {
@@ -35,6 +55,8 @@ export interface BlockingOptions extends AcquireOptions {
   signal?: AbortSignal
 }
 
+export type { Lease, LeaseHandle, RunContext, SemaphoreState } from './lease.js'
+
 export interface RunOptions extends AcquireOptions {
   /** How long to wait for a slot before throwing `ERR_AIRLOCK_TIMEOUT`. Default 0: try once. */
   timeout?: number
@@ -43,99 +65,12 @@ export interface RunOptions extends AcquireOptions {
   autoRefresh?: boolean
 }
 
-/** What `run` hands to the job. */
-export interface RunContext {
-  lease: Lease
-  /** Aborted with `ERR_AIRLOCK_LEASE_LOST` when the lease could not be kept alive. */
-  signal: AbortSignal
-}
-
-/** A slot seen by its token, possibly from another process (a cookie or a ticket carries it). */
-export interface LeaseHandle {
-  readonly token: string
-  /** Known once acquired or refreshed by this handle. */
-  readonly fence: number | undefined
-  /** Store-clock ms; known once acquired or refreshed by this handle. */
-  readonly expiresAt: number | undefined
-  /** Extends the slot to `now + ttl` (default: the semaphore's ttl). `false` if no longer owned. */
-  refresh(ttl?: number): Promise<boolean>
-  /** Frees the slot. `true` only if this call released a live slot; later calls return `false`. */
-  release(): Promise<boolean>
-  /** Asks the store: `'acquired' | 'expired' | 'released'`. */
-  state(): Promise<LeaseState>
-}
-
-/** A slot this process acquired. */
-export interface Lease extends LeaseHandle {
-  readonly fence: number
-  readonly expiresAt: number
-}
-
-export interface SemaphoreState {
-  limit: number
-  /** Live weight units. */
-  held: number
-  available: number
-  /** Blocking waiters in line. */
-  waiting: number
-}
+/** A blocking waiter unseen for this many poll intervals loses its place in line. */
+const IDLE_POLLS = 10
 
 /** Line settings for blocking waiters; a crashed waiter stalls nobody for long. */
-function blockingLine(pollInterval: number): QueueRequest {
-  return { order: 'fifo', idleTimeout: pollInterval * 10, claimWindow: pollInterval * 3, maxLength: 0 }
-}
-
-let tokenPool = Buffer.alloc(0)
-let tokenOffset = 0
-
-/**
- * A new unguessable lease token (128 random bits, base64url). Bits are drawn from a 4 KB pool of
- * `crypto.randomBytes`, refilled when spent: one system call per 256 tokens, not per token.
- */
-export function newToken(): string {
-  if (tokenOffset + 16 > tokenPool.length) {
-    tokenPool = randomBytes(4096)
-    tokenOffset = 0
-  }
-  const token = tokenPool.toString('base64url', tokenOffset, tokenOffset + 16)
-  tokenOffset += 16
-  return token
-}
-
-class LeaseImpl implements LeaseHandle {
-  fence: number | undefined
-  expiresAt: number | undefined
-  private released = false
-
-  constructor(
-    private readonly sem: Semaphore,
-    readonly token: string,
-    acquired?: { fence: number; expiresAt: number },
-  ) {
-    this.fence = acquired?.fence
-    this.expiresAt = acquired?.expiresAt
-  }
-
-  async refresh(ttl: number = this.sem.ttl): Promise<boolean> {
-    duration('ttl', ttl)
-    if (this.released) return false
-    const result = await this.sem.store.refresh(this.sem.name, this.token, ttl)
-    if (!result.ok) return false
-    this.fence = result.fence
-    this.expiresAt = result.expiresAt
-    return true
-  }
-
-  async release(): Promise<boolean> {
-    if (this.released) return false
-    const released = await this.sem.store.release(this.sem.name, this.token)
-    this.released = true
-    return released
-  }
-
-  state(): Promise<LeaseState> {
-    return this.sem.store.leaseState(this.sem.name, this.token)
-  }
+function blockingLine(retryInterval: number): QueueRequest {
+  return { order: 'fifo', idleTimeout: retryInterval * IDLE_POLLS, claimWindow: retryInterval * 3, maxLength: 0 }
 }
 
 /**
@@ -143,21 +78,32 @@ class LeaseImpl implements LeaseHandle {
  */
 export class Semaphore {
   readonly name: string
-  readonly limit: number
   readonly ttl: number
   readonly store: Store
-  readonly pollInterval: number
+  readonly retryInterval: number
+  readonly #limit: () => number
+  readonly #rate: () => number | null
 
   constructor(options: SemaphoreOptions) {
     if (options === null || typeof options !== 'object') {
       optionError(`createSemaphore() needs an options object with name, limit and ttl, got ${describe(options)}`)
     }
-    knownKeys('createSemaphore()', options, ['name', 'limit', 'ttl', 'store', 'pollInterval'])
-    this.name = safeName('name', options.name)
-    this.limit = positiveInteger('limit', options.limit)
+    knownKeys('createSemaphore()', options, ['name', 'limit', 'ttl', 'store', 'retryInterval', 'admissionRate'])
+    this.name = semaphoreName('name', options.name)
+    this.#limit = liveLimit(options.limit)
+    this.#rate = liveRate(options.admissionRate)
     this.ttl = duration('ttl', options.ttl)
-    this.pollInterval = duration('pollInterval', options.pollInterval ?? 1000)
-    this.store = options.store === undefined ? defaultStore() : assertStore(options.store)
+    this.retryInterval = duration(
+      'retryInterval',
+      options.retryInterval ?? 1000,
+      productBound(IDLE_POLLS, `a blocking waiter's idle timeout, ${IDLE_POLLS} × retryInterval,`),
+    )
+    this.store = resolveStore(options.store)
+  }
+
+  /** How many weight units may be held at once, now (a live limit is read each time). */
+  get limit(): number {
+    return this.#limit()
   }
 
   private weightOf(options: AcquireOptions | undefined): number {
@@ -175,27 +121,39 @@ export class Semaphore {
       limit: this.limit,
       ttl: this.ttl,
       weight: this.weightOf(options),
+      fresh: true,
+      admissionRate: this.#rate() ?? undefined,
     })
     return result.status === 'acquired' ? this.leaseFrom(token, result) : null
   }
 
   /**
    * Waits in a fair FIFO line for a slot. Wakes on a release message (pub/sub on Redis), with a slow
-   * poll every `pollInterval` (or at the next slot expiry, if sooner) as a safety net.
+   * poll every `retryInterval` (or at the next slot expiry, if sooner) as a safety net.
    * Resolves `null` on timeout; rejects with `signal.reason` on abort. Either way it leaves the line.
    */
   async acquireBlocking(options: BlockingOptions = {}): Promise<Lease | null> {
-    knownKeys('acquireBlocking()', options, ['timeout', 'signal', 'weight'])
+    optionsObject('acquireBlocking()', options, ['timeout', 'signal', 'weight'])
     const weight = this.weightOf(options)
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
+    abortSignal('signal', options.signal)
     const token = newToken()
     const outcome = await waitInLine({
       store: this.store,
       name: this.name,
-      request: { token, limit: this.limit, ttl: this.ttl, weight, queue: blockingLine(this.pollInterval) },
+      request: {
+        token,
+        limit: this.limit,
+        ttl: this.ttl,
+        weight,
+        queue: blockingLine(this.retryInterval),
+        fresh: true,
+        admissionRate: this.#rate() ?? undefined,
+      },
+      refresh: () => ({ limit: this.limit, admissionRate: this.#rate() ?? undefined }),
       deadline: Date.now() + timeout,
       signal: options.signal,
-      pollInterval: this.pollInterval,
+      retryInterval: this.retryInterval,
     })
     return outcome.status === 'acquired' ? this.leaseFrom(token, outcome) : null
   }
@@ -214,9 +172,11 @@ export class Semaphore {
    * fails, `context.signal` aborts with `ERR_AIRLOCK_LEASE_LOST` so the job can stop.
    */
   async run<T>(fn: (context: RunContext) => T | Promise<T>, options: RunOptions = {}): Promise<T> {
-    knownKeys('run()', options, ['timeout', 'signal', 'weight', 'autoRefresh'])
     if (typeof fn !== 'function') optionError(`run() needs a function, got ${describe(fn)}`)
+    optionsObject('run()', options, ['timeout', 'signal', 'weight', 'autoRefresh'])
     const timeout = waitDuration('timeout', options.timeout ?? 0)
+    abortSignal('signal', options.signal)
+    const autoRefresh = boolean('autoRefresh', options.autoRefresh ?? true)
     const lease =
       timeout === 0 && !options.signal
         ? await this.acquire({ weight: options.weight })
@@ -227,7 +187,7 @@ export class Semaphore {
         `semaphore '${this.name}' had no free slot within ${timeout} ms (limit ${this.limit})`,
       )
     }
-    return runHolding(lease, this.ttl, options.autoRefresh !== false, fn)
+    return runHolding(lease, this.ttl, autoRefresh, fn)
   }
 
   /** Live slots in weight units, and blocking waiters. */
@@ -243,6 +203,31 @@ export class Semaphore {
 
   private leaseFrom(token: string, result: Extract<AcquireResult, { status: 'acquired' }>): Lease {
     return new LeaseImpl(this, token, result) as Lease
+  }
+}
+
+/**
+ * A limit option as a function: a number is checked now; a function is checked to be one, and what
+ * it returns is checked on each read (a bad value throws `ERR_AIRLOCK_OPTION` from that call).
+ */
+export function liveLimit(limit: number | (() => number)): () => number {
+  if (typeof limit !== 'function') {
+    const fixed = positiveInteger('limit', limit)
+    return () => fixed
+  }
+  return () => positiveInteger('limit()', limit())
+}
+
+/** An `admissionRate` option as a function (`null`: no cap), checked like {@link liveLimit}. */
+export function liveRate(rate: number | (() => number | null) | undefined): () => number | null {
+  if (rate === undefined || rate === null) return () => null
+  if (typeof rate !== 'function') {
+    const fixed = positiveInteger('admissionRate', rate)
+    return () => fixed
+  }
+  return () => {
+    const r = rate()
+    return r === null ? null : positiveInteger('admissionRate()', r)
   }
 }
 

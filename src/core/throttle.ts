@@ -1,8 +1,8 @@
-import { optionError } from './errors.js'
+import { optionError } from '../base/errors.js'
 import type { Semaphore } from './semaphore.js'
-import { describe, knownKeys, positiveInteger, waitDuration } from './validate.js'
+import { abortSignal, describe, knownKeys, positiveInteger, waitDuration } from '../base/validate.js'
 
-/** Options of {@link throttle}. Durations in milliseconds. */
+/** Options of {@link throttle}. Durations in milliseconds, at most 2^31 − 1 (a timer's limit), or `Infinity`. */
 export interface ThrottleOptions {
   /**
    * The semaphore whose slots the calls take: its `limit` is how many calls may be inside at once,
@@ -65,10 +65,7 @@ export function throttle<This, Args extends unknown[], R>(
   const timeout = waitDuration('timeout', options.timeout ?? Infinity)
   const weight = positiveInteger('weight', options.weight ?? 1)
   if (weight > sem.limit) optionError(`weight must be at most the semaphore's limit (${sem.limit}), got ${weight}`)
-  const signal = options.signal
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    optionError(`signal must be an AbortSignal, got ${describe(signal)}`)
-  }
+  const signal = abortSignal('signal', options.signal)
 
   return function throttled(this: This, ...args: Args): Promise<Awaited<R>> {
     // run() awaits fn inside its own try: a synchronous throw becomes a rejection, and the slot is released.

@@ -1,67 +1,48 @@
-import { defaultStore } from '../stores/memory.js'
-import { assertStore } from '../stores/assert.js'
-import type { AcquireResult, LeaseState, QueueRequest, Store } from '../stores/types.js'
-import { AirlockError, optionError } from './errors.js'
+import { resolveStore } from '../stores/resolve.js'
+import type { AcquireResult, LeaseState, QueueRequest, QueueSettings, Store } from '../stores/types.js'
+import { QUEUE_KEYS, queueSettings, type QueueDefaults } from './queue.js'
+import { AirlockError, optionError } from '../base/errors.js'
 import { runHolding, waitInLine } from './waiting.js'
-import { createSemaphore, newToken, type Lease, type LeaseHandle, type RunContext, type Semaphore } from './semaphore.js'
+import { newToken, type Lease, type LeaseHandle, type RunContext, type SemaphoreState } from './lease.js'
+import { createSemaphore, liveLimit, liveRate, type Semaphore } from './semaphore.js'
 import {
+  abortSignal,
+  boolean,
   describe,
   duration,
   knownKeys,
-  nonNegativeInteger,
-  oneOf,
-  positiveInteger,
-  safeName,
+  optionsObject,
+  semaphoreName,
   waitDuration,
-} from './validate.js'
+} from '../base/validate.js'
 
-/** Options of {@link createWaitingRoom}. All durations in milliseconds. */
-export interface WaitingRoomOptions {
+/**
+ * Options of {@link createWaitingRoom}. All durations in milliseconds, at most 2^31 − 1 (a timer's
+ * limit). The line settings ({@link QueueSettings}) default to: `order` `'fifo'`, `maxLength`
+ * 100,000, `idleTimeout` 30,000 (keep it several times the interval at which your visitors call),
+ * `claimWindow` 10,000, `confirmTimeout` 0 (set it when visitors come through HTTP and may keep no
+ * cookies, as the gate's `queue` does).
+ */
+export interface WaitingRoomOptions extends Partial<QueueSettings> {
   /**
    * Identifies the room in its store; processes sharing a name share the slots and the line.
    * A room is a semaphore with a line: a {@link createSemaphore} of the same name and store shares
    * its slots, and its `acquire` answers busy while anyone is waiting in the room's line.
    */
   name: string
-  /** How many visitors may be admitted (hold a slot) at once. */
-  limit: number
+  /** How many visitors may be admitted (hold a slot) at once. A function is read on every decision (a live limit). */
+  limit: number | (() => number)
+  /** At most this many admissions per minute (see `SemaphoreOptions.admissionRate`). Default: no cap. */
+  admissionRate?: number | (() => number | null)
   /** Life of an admitted visitor's slot; refresh the lease to keep it, release it to free it early. */
   ttl: number
   /** Where slots and the line live. Default: the process-wide memory store. Use Redis across processes. */
   store?: Store
   /**
-   * `'fifo'` (default): admitted in order of arrival. `'random'`: a lottery, each admission draws
-   * uniformly among the visitors waiting at that moment (positions then only tell the order of
-   * arrival, not of admission).
-   */
-  order?: 'fifo' | 'random'
-  /** The line takes at most this many visitors; beyond it `enter` answers `full`. 0: no cap. Default 100,000. */
-  maxLength?: number
-  /**
-   * A waiter not seen (no `enter`, `getPosition` or `poll`) for this long loses its place.
-   * Default 30,000. Keep it several times the interval at which your visitors poll.
-   */
-  idleTimeout?: number
-  /**
-   * When slots free, they are reserved for the next visitors in line (as many as fit), each for
-   * this long; newcomers and later waiters cannot take them meanwhile. A visitor that does not come
-   * to claim its slot in time loses its place. Default 10,000. Keep it above your visitors' poll
-   * interval.
-   */
-  claimWindow?: number
-  /**
-   * A new place is lost after this long unless the visitor comes back (calls `enter`, `poll` or
-   * `getPosition` again); from then on `idleTimeout` applies. Set it when visitors come through
-   * HTTP (the gate's `queue` does): clients that keep no cookies take a new place on every request
-   * and never come back, and their places (and any room freed while they are at the front) would
-   * otherwise be held for a whole `idleTimeout`. Default 0: `idleTimeout` from the start.
-   */
-  confirmTimeout?: number
-  /**
    * How often `withAdmitted` re-checks the line when no wake-up message arrives (its safety net and
    * its sign of life). Default: the smallest of 1000, `idleTimeout / 3` and `claimWindow / 2`.
    */
-  pollInterval?: number
+  retryInterval?: number
 }
 
 /** What {@link WaitingRoom.withAdmitted} accepts. */
@@ -112,16 +93,19 @@ export type EnterResult = Admitted | Queued | Full
 /** What {@link WaitingRoom.poll} answers: never admits, never joins. */
 export type PollResult = Admitted | Queued | { status: 'absent' }
 
-/** A snapshot of a room. */
-export interface WaitingRoomState {
-  limit: number
-  /** Admitted visitors holding a live slot. */
-  held: number
-  /** Free slots (they may be reserved for the head of the line). */
-  available: number
-  /** Visitors in line. */
-  waiting: number
+/** A snapshot of a room: admitted visitors (`held`), free slots, and the line's length. */
+export type WaitingRoomState = SemaphoreState
+
+/** What {@link WaitingRoom.status} answers. */
+export interface WaitingRoomStatus extends SemaphoreState {
+  /** Admissions from the line in the last minute; `null` when the store cannot tell. */
+  admittedLastMinute: number | null
+  /** Seconds a newcomer would wait; `null` while unknown. */
+  eta: number | null
 }
+
+/** Line settings of a waiting room when not given. */
+const ROOM_DEFAULTS: QueueDefaults = { order: 'fifo', maxLength: 100_000, idleTimeout: 30_000, claimWindow: 10_000, confirmTimeout: 0 }
 
 /** The longest visitor id accepted. */
 export const MAX_VISITOR_ID_LENGTH = 128
@@ -209,6 +193,19 @@ class AdmittedLease implements Lease {
   }
 }
 
+/** Options of {@link WaitingRoom.enter}. */
+export interface EnterOptions {
+  fresh?: boolean
+  hold?: boolean
+  shuffle?: boolean
+}
+
+/** A uniform random key in [1, 2^52): a pre-queue place's order (see `QueueRequest.shuffle`). */
+function shuffleKey(): number {
+  const [hi, lo] = crypto.getRandomValues(new Uint32Array(2)) as unknown as [number, number]
+  return 1 + ((hi & 0xfffff) * 2 ** 32 + lo) % (2 ** 52 - 1)
+}
+
 /**
  * A fair waiting room: at most `limit` visitors admitted at once, the rest in one line shared by
  * every process on the store, admitted in arrival order (or by lottery). Create it with
@@ -220,7 +217,6 @@ class AdmittedLease implements Lease {
  */
 export class WaitingRoom {
   readonly name: string
-  readonly limit: number
   readonly ttl: number
   readonly store: Store
   readonly order: 'fifo' | 'random'
@@ -228,56 +224,49 @@ export class WaitingRoom {
   readonly idleTimeout: number
   readonly claimWindow: number
   readonly confirmTimeout: number
-  readonly pollInterval: number
-  private readonly sem: Semaphore
+  readonly retryInterval: number
+  /**
+   * The semaphore of the room's slots (same name and store): its `acquire` takes a slot only while
+   * nobody waits in the room's line (it never jumps the line), without taking a place.
+   */
+  readonly semaphore: Semaphore
   private readonly line: QueueRequest
   private readonly poller: QueueRequest
+  readonly #limit: () => number
+  readonly #rate: () => number | null
 
   constructor(options: WaitingRoomOptions) {
     if (options === null || typeof options !== 'object') {
       optionError(`createWaitingRoom() needs an options object with name, limit and ttl, got ${describe(options)}`)
     }
-    knownKeys('createWaitingRoom()', options, [
-      'name',
-      'limit',
-      'ttl',
-      'store',
-      'order',
-      'maxLength',
-      'idleTimeout',
-      'claimWindow',
-      'confirmTimeout',
-      'pollInterval',
-    ])
-    this.name = safeName('name', options.name)
-    this.limit = positiveInteger('limit', options.limit)
+    knownKeys('createWaitingRoom()', options, ['name', 'limit', 'ttl', 'store', ...QUEUE_KEYS, 'retryInterval', 'admissionRate'])
+    this.name = semaphoreName('name', options.name)
+    this.#limit = liveLimit(options.limit)
+    this.#rate = liveRate(options.admissionRate)
     this.ttl = duration('ttl', options.ttl)
-    this.order = oneOf('order', options.order ?? 'fifo', ['fifo', 'random'] as const)
-    this.maxLength = nonNegativeInteger('maxLength', options.maxLength ?? 100_000)
-    this.idleTimeout = duration('idleTimeout', options.idleTimeout ?? 30_000)
-    this.claimWindow = duration('claimWindow', options.claimWindow ?? 10_000)
-    this.confirmTimeout = nonNegativeInteger('confirmTimeout', options.confirmTimeout ?? 0)
-    if (this.confirmTimeout > this.idleTimeout) {
-      optionError(`confirmTimeout must be at most idleTimeout (${this.idleTimeout}), got ${this.confirmTimeout}`)
-    }
+    const settings = queueSettings('', options, ROOM_DEFAULTS)
+    this.order = settings.order
+    this.maxLength = settings.maxLength
+    this.idleTimeout = settings.idleTimeout
+    this.claimWindow = settings.claimWindow
+    this.confirmTimeout = settings.confirmTimeout
     const fallbackPoll = Math.max(1, Math.min(1000, Math.floor(this.idleTimeout / 3), Math.floor(this.claimWindow / 2)))
-    this.pollInterval = duration('pollInterval', options.pollInterval ?? fallbackPoll)
-    if (this.pollInterval >= this.idleTimeout) {
+    this.retryInterval = duration('retryInterval', options.retryInterval ?? fallbackPoll)
+    if (this.retryInterval >= this.idleTimeout) {
       optionError(
-        `pollInterval must be below idleTimeout (${this.idleTimeout}), got ${this.pollInterval}: ` +
+        `retryInterval must be below idleTimeout (${this.idleTimeout}), got ${this.retryInterval}: ` +
           'a waiter would lose its place between two polls',
       )
     }
-    this.store = options.store === undefined ? defaultStore() : assertStore(options.store)
-    this.sem = createSemaphore({ name: this.name, limit: this.limit, ttl: this.ttl, store: this.store })
-    this.line = {
-      order: this.order,
-      idleTimeout: this.idleTimeout,
-      claimWindow: this.claimWindow,
-      maxLength: this.maxLength,
-      confirmTimeout: this.confirmTimeout,
-    }
+    this.store = resolveStore(options.store)
+    this.semaphore = createSemaphore({ name: this.name, limit: this.#limit, ttl: this.ttl, store: this.store, admissionRate: this.#rate })
+    this.line = settings
     this.poller = { ...this.line, admit: false }
+  }
+
+  /** How many visitors may be admitted at once, now (a live limit is read each time). */
+  get limit(): number {
+    return this.#limit()
   }
 
   /**
@@ -288,10 +277,25 @@ export class WaitingRoom {
    *
    * @param visitorId The visitor's stable id (see {@link assertVisitorId}); it becomes the lease
    *   token once admitted.
+   * @param options.fresh The id is new (a visitor without a ticket yet) and you forget it if this
+   *   call fails: a slot or place that a call given up on (a store timeout) took anyway is then
+   *   freed as soon as the store answers again, instead of being held until it lapses.
+   * @param options.hold The line is held (a scheduled opening, everyone queues): the visitor takes
+   *   or keeps a place, but nobody is admitted (except one room was reserved for before the hold).
+   * @param options.shuffle A new place goes into the pre-queue: ahead of every place taken without
+   *   it, in uniformly random order among the pre-queue (arriving early is no advantage).
    */
-  async enter(visitorId: string): Promise<EnterResult> {
+  async enter(visitorId: string, options?: EnterOptions): Promise<EnterResult> {
     const token = assertVisitorId(visitorId)
-    const result = await this.ask(token, this.line)
+    let line = this.line
+    if (options !== undefined) {
+      optionsObject('enter()', options, ['fresh', 'hold', 'shuffle'])
+      for (const key of ['fresh', 'hold', 'shuffle'] as const) {
+        if (options[key] !== undefined && typeof options[key] !== 'boolean') optionError(`${key} must be a boolean, got ${describe(options[key])}`)
+      }
+      if (options.hold || options.shuffle) line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
+    }
+    const result = await this.ask(token, line, options?.fresh === true)
     if (result.status === 'full') return { status: 'full', waiting: result.waiting }
     const answer = this.answer(token, result)
     if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
@@ -330,12 +334,12 @@ export class WaitingRoom {
    * refresh it, release it, or ask its state.
    */
   lease(visitorId: string): LeaseHandle {
-    return this.sem.lease(assertVisitorId(visitorId))
+    return this.semaphore.lease(assertVisitorId(visitorId))
   }
 
   /**
    * Waits in line for `visitorId` (waking on the store's head messages, with a poll every
-   * `pollInterval` as a safety net and sign of life), then runs `fn` with the lease and always
+   * `retryInterval` as a safety net and sign of life), then runs `fn` with the lease and always
    * releases it. Throws `ERR_AIRLOCK_TIMEOUT` (after leaving the line) when not admitted within
    * `timeout`, and rejects with `signal.reason` on abort. While `fn` runs the lease is refreshed
    * every `ttl / 3` (unless `autoRefresh: false`); if that fails, `context.signal` aborts with
@@ -348,13 +352,35 @@ export class WaitingRoom {
   ): Promise<T> {
     const token = assertVisitorId(visitorId)
     if (typeof fn !== 'function') optionError(`withAdmitted() needs a function, got ${describe(fn)}`)
-    if (options === null || typeof options !== 'object') {
-      optionError(`withAdmitted() options must be an object, got ${describe(options)}`)
-    }
-    knownKeys('withAdmitted()', options, ['timeout', 'signal', 'autoRefresh'])
+    optionsObject('withAdmitted()', options, ['timeout', 'signal', 'autoRefresh'])
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
-    const lease = await this.waitAdmitted(token, timeout, options.signal)
-    return runHolding(lease, this.ttl, options.autoRefresh !== false, fn)
+    const signal = abortSignal('signal', options.signal)
+    const autoRefresh = boolean('autoRefresh', options.autoRefresh ?? true)
+    const lease = await this.waitAdmitted(token, timeout, signal)
+    return runHolding(lease, this.ttl, autoRefresh, fn)
+  }
+
+  /**
+   * Admitted visitors, the line, admissions from the line in the last minute (every process on the
+   * store), and the wait a newcomer would see (seconds; 0 while a slot is free and nobody waits,
+   * `null` while no rate is known). One store call.
+   */
+  async status(): Promise<WaitingRoomStatus> {
+    if (typeof this.store.status !== 'function') {
+      const state = await this.getState()
+      return { ...state, admittedLastMinute: null, eta: state.waiting === 0 && state.available > 0 ? 0 : null }
+    }
+    const st = await this.store.status(this.name)
+    const available = Math.max(0, this.limit - st.held)
+    const { eta } = estimateWait(st.waiting + 1, st.admitted, st.windowMs)
+    return {
+      limit: this.limit,
+      held: st.held,
+      available,
+      waiting: st.waiting,
+      admittedLastMinute: st.admitted,
+      eta: st.waiting === 0 && available > 0 ? 0 : eta === null ? null : Math.ceil(eta / 1000),
+    }
   }
 
   /** Admitted visitors, free slots, and the line's length. */
@@ -368,11 +394,12 @@ export class WaitingRoom {
       store: this.store,
       name: this.name,
       request: { token, limit: this.limit, ttl: this.ttl, weight: 1, queue: this.line },
+      refresh: () => ({ limit: this.limit, admissionRate: this.#rate() ?? undefined }),
       deadline: Date.now() + timeout,
       signal,
-      pollInterval: this.pollInterval,
+      retryInterval: this.retryInterval,
     })
-    if (outcome.status === 'acquired') return new AdmittedLease(this.sem.lease(token), outcome)
+    if (outcome.status === 'acquired') return new AdmittedLease(this.semaphore.lease(token), outcome)
     throw new AirlockError(
       'ERR_AIRLOCK_TIMEOUT',
       `waiting room '${this.name}' did not admit ${token} within ${timeout} ms` +
@@ -381,14 +408,15 @@ export class WaitingRoom {
   }
 
   /** One store decision for this visitor: `line` to enter, `poller` to poll. */
-  private ask(token: string, queue: QueueRequest): Promise<AcquireResult> {
-    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue })
+  private ask(token: string, queue: QueueRequest, fresh = false): Promise<AcquireResult> {
+    const admissionRate = this.#rate() ?? undefined
+    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue, fresh, admissionRate })
   }
 
   private answer(token: string, result: AcquireResult): PollResult {
     switch (result.status) {
       case 'acquired':
-        return { status: 'admitted', lease: new AdmittedLease(this.sem.lease(token), result) }
+        return { status: 'admitted', lease: new AdmittedLease(this.semaphore.lease(token), result) }
       case 'queued': {
         const { eta, rate } = estimateWait(result.position, result.admitted, result.windowMs)
         return { status: 'queued', position: result.position, waiting: result.waiting, eta, rate }

@@ -3,8 +3,8 @@
  * `acquireBlocking`/`run` and the waiting room's `withAdmitted`.
  */
 import type { AcquireRequest, AcquireResult, Store } from '../stores/types.js'
-import { AirlockError } from './errors.js'
-import type { Lease, RunContext } from './semaphore.js'
+import { AirlockError } from '../base/errors.js'
+import type { Lease, RunContext } from './lease.js'
 
 export type Acquired = Extract<AcquireResult, { status: 'acquired' }>
 
@@ -13,17 +13,19 @@ export interface WaitInLine {
   name: string
   /** The request to repeat; must carry `queue`. Its token is the waiter's id. */
   request: AcquireRequest
+  /** Live values read again before each try (a live limit, an admission rate). */
+  refresh?: () => Pick<AcquireRequest, 'limit' | 'admissionRate'>
   /** Client-clock ms after which waiting stops. */
   deadline: number
   signal?: AbortSignal
   /** The safety-net poll (and sign of life in line). */
-  pollInterval: number
+  retryInterval: number
 }
 
 /**
  * Waits in `name`'s line until admitted (resolves the acquired result) or until `deadline`
  * (resolves `{ status: 'timeout', last }`). Sleeps until a wake-up message names this waiter, the next
- * slot expiry, or `pollInterval`, whichever comes first. Rejects with `signal.reason` on abort.
+ * slot expiry, or `retryInterval`, whichever comes first. Rejects with `signal.reason` on abort.
  * Leaves the line whenever it stops without a slot.
  */
 export async function waitInLine(w: WaitInLine): Promise<Acquired | { status: 'timeout'; last: AcquireResult }> {
@@ -41,7 +43,7 @@ export async function waitInLine(w: WaitInLine): Promise<Acquired | { status: 't
   try {
     for (;;) {
       signal?.throwIfAborted()
-      const result = await store.acquire(name, request)
+      const result = await store.acquire(name, w.refresh ? { ...request, ...w.refresh() } : request)
       if (result.status === 'acquired') {
         inLine = false
         return result
@@ -49,7 +51,7 @@ export async function waitInLine(w: WaitInLine): Promise<Acquired | { status: 't
       inLine = result.status === 'queued'
       const left = w.deadline - Date.now()
       if (left <= 0) return { status: 'timeout', last: result }
-      await waker.sleep(Math.min(left, w.pollInterval, untilExpiry(result)))
+      await waker.sleep(Math.min(left, w.retryInterval, untilExpiry(result)))
     }
   } finally {
     signal?.removeEventListener('abort', onAbort)

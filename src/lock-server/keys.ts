@@ -3,8 +3,8 @@
  * (READ < READ_LOCK < WRITE), checked in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { optionError } from '../core/errors.js'
-import { describe, knownKeys } from '../core/validate.js'
+import { optionError } from '../base/errors.js'
+import { describe, knownKeys } from '../base/validate.js'
 
 /** One key or several (several let you rotate: add the new one, move clients, remove the old one). */
 export type KeyList = string | readonly string[]

@@ -6,28 +6,21 @@
  * `timeout`. A ticket is the lease token (the room's visitor id): it is the lock while admitted and
  * a place in a fair FIFO line while someone else holds the lock.
  */
-import { createHash } from 'node:crypto'
-import { optionError } from '../core/errors.js'
-import { describe, duration, knownKeys, nonNegativeInteger, safeName } from '../core/validate.js'
+import { optionError } from '../base/errors.js'
+import { describe, knownKeys, safeName } from '../base/validate.js'
+import { queueSettings } from '../core/queue.js'
 import { createWaitingRoom, MAX_VISITOR_ID_LENGTH, newVisitorId, type WaitingRoom } from '../core/waiting-room.js'
-import type { Store } from '../stores/types.js'
-import type { ResourceDefinition, ResourceStorage } from './resources.js'
+import type { QueueSettings, Store } from '../stores/types.js'
+import { lockSemaphore, type ResourceDefinition, type ResourceStorage } from './resources.js'
 
-/** How tickets waiting for a lock keep their place (see {@link LockQueueOptions}). */
-export interface LockQueueOptions {
-  /**
-   * A waiting ticket not presented again (`GET ...?lock=1` with `x-ticket`) for this long loses its
-   * place. Default 15,000 ms. Clients should retry well within it (the 202 says `Retry-After: 1`).
-   */
-  idleTimeout?: number
-  /**
-   * When a lock is freed, it is reserved this long for the ticket at the head of the line; a head
-   * that does not come back in time is skipped. Default 5,000 ms.
-   */
-  claimWindow?: number
-  /** Most tickets waiting for one lock; beyond it a lock request gets `503`. 0: no cap. Default 10,000. */
-  maxLength?: number
-}
+/**
+ * How tickets waiting for a lock keep their place in line ({@link QueueSettings}). Defaults:
+ * `idleTimeout` 15,000 (a waiting ticket not presented again for this long loses its place; the 202
+ * says `Retry-After: 1`), `claimWindow` 5,000 (a freed lock waits this long for the ticket whose
+ * turn it is), `maxLength` 10,000 (beyond it a lock request gets `503`), `confirmTimeout` 3,000 (a
+ * new ticket that is never presented again, a client that gave up, holds the line this long at most).
+ */
+export type LockQueueOptions = Partial<Pick<QueueSettings, 'idleTimeout' | 'claimWindow' | 'maxLength' | 'confirmTimeout'>>
 
 /** Default life of a lock when a resource is defined without `timeout` (seconds). */
 export const DEFAULT_TIMEOUT_S = 60
@@ -35,17 +28,26 @@ export const DEFAULT_TIMEOUT_S = 60
 export const MAX_TIMEOUT_S = 86_400
 
 export type LockOutcome =
-  | { status: 'locked'; ticket: string; data: string | null }
-  | { status: 'unavailable'; ticket: string; position: number; waiting: number }
+  | { status: 'locked'; ticket: string; fence: number; data: string | null }
+  | { status: 'unavailable'; ticket: string; position: number | null; waiting: number | null }
   | { status: 'full'; waiting: number }
   | { status: 'not-found' }
 
 /** `conflict`: another holder's lock is live. `forbidden`: the ticket is not a live lock and nobody else holds one. */
 export type TicketOutcome<Done extends string> = Done | 'conflict' | 'forbidden' | 'not-found'
 
+const REQUEST_ERROR: unique symbol = Symbol.for('airlock-shield.lock-request-error') as never
+
 /** A request that cannot be served as sent (a bad name, selector, ticket or body): HTTP 400. */
 export class LockRequestError extends Error {
   override readonly name = 'LockRequestError'
+  /** Brand: recognized across copies of the package. */
+  readonly [REQUEST_ERROR] = true
+}
+
+/** True for a {@link LockRequestError} (also one from another copy of the package). */
+export function isLockRequestError(err: unknown): err is LockRequestError {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[REQUEST_ERROR] === true
 }
 
 const TICKET = /^[A-Za-z0-9._:~-]+$/
@@ -77,15 +79,6 @@ export function checkTimeout(value: unknown): number {
   return value
 }
 
-/**
- * The semaphore name of one (resource, selector) lock. Names and selectors may both contain `:`,
- * so joining them would be ambiguous (`a:b` + `c` vs `a` + `b:c`); a digest of the pair is not,
- * and always fits the 64-character name limit.
- */
-export function lockName(resource: string, selector: string): string {
-  return 'lock.' + createHash('sha256').update(`${resource}\n${selector}`).digest('base64url').slice(0, 32)
-}
-
 export interface ResourceLocksOptions {
   store: Store
   resources: ResourceStorage
@@ -96,20 +89,22 @@ export interface ResourceLocksOptions {
 export class ResourceLocks {
   readonly store: Store
   readonly resources: ResourceStorage
-  readonly idleTimeout: number
-  readonly claimWindow: number
-  readonly maxLength: number
+  readonly queue: QueueSettings
 
   constructor(options: ResourceLocksOptions) {
     this.store = options.store
     this.resources = options.resources
     const queue = options.queue ?? {}
     if (queue === null || typeof queue !== 'object') optionError(`queue must be an object, got ${describe(queue)}`)
-    knownKeys('queue', queue, ['idleTimeout', 'claimWindow', 'maxLength'])
-    this.idleTimeout = duration('queue.idleTimeout', queue.idleTimeout ?? 15_000)
-    this.claimWindow = duration('queue.claimWindow', queue.claimWindow ?? 5_000)
-    this.maxLength = nonNegativeInteger('queue.maxLength', queue.maxLength ?? 10_000)
-    if (this.idleTimeout < 3) optionError(`queue.idleTimeout must be at least 3 ms, got ${this.idleTimeout}`)
+    knownKeys('queue', queue, ['idleTimeout', 'claimWindow', 'maxLength', 'confirmTimeout'])
+    this.queue = queueSettings('queue.', queue, {
+      order: 'fifo',
+      maxLength: 10_000,
+      idleTimeout: 15_000,
+      claimWindow: 5_000,
+      confirmTimeout: ({ idleTimeout }) => Math.min(3_000, idleTimeout),
+    })
+    if (this.queue.idleTimeout < 3) optionError(`queue.idleTimeout must be at least 3 ms, got ${this.queue.idleTimeout}`)
   }
 
   /** Creates or updates a resource. */
@@ -139,10 +134,12 @@ export class ResourceLocks {
   }
 
   /**
-   * Locks a selector for `ticket` (a new ticket when none is given) and reads its data. A ticket
-   * that already holds the lock keeps it, extended to a full `timeout` again. When someone else
-   * holds it, the ticket takes (or keeps) its place in line: presented again after the holder
-   * unlocks, it gets the lock in arrival order.
+   * Locks a selector for `ticket` and reads its data. Without a ticket, the lock is taken if it is
+   * free and nobody waits; otherwise the answer carries a new ticket, which takes its place in line
+   * when it is presented: tickets nobody comes back for never hold up the line. A ticket that
+   * already holds the lock keeps it, extended to a full `timeout` again. A presented ticket that
+   * does not hold it takes (or keeps) its place in line and gets the lock in arrival order; a new
+   * place is lost after `confirmTimeout` unless the ticket is presented again.
    */
   async lock(name: string, selector: string, ticket?: string): Promise<LockOutcome> {
     checkName('resource name', name)
@@ -151,32 +148,27 @@ export class ResourceLocks {
     const definition = await this.resources.get(name)
     if (!definition) return { status: 'not-found' }
     const room = this.room(name, selector, definition)
-    const token = presented ?? newVisitorId()
-    const entered = await room.enter(token)
+    if (presented === undefined) {
+      const lease = await room.semaphore.acquire()
+      if (lease === null) return { status: 'unavailable', ticket: newVisitorId(), position: null, waiting: null }
+      return { status: 'locked', ticket: lease.token, fence: lease.fence, data: await this.resources.read(name, selector) }
+    }
+    const entered = await room.enter(presented)
     if (entered.status === 'admitted') {
       // A returning holder gets its live slot back unchanged; extend it: coming back is a sign of life.
-      if (presented !== undefined) await entered.lease.refresh()
-      return { status: 'locked', ticket: token, data: await this.resources.read(name, selector) }
+      await entered.lease.refresh()
+      return { status: 'locked', ticket: presented, fence: entered.lease.fence, data: await this.resources.read(name, selector) }
     }
     if (entered.status === 'queued') {
-      return { status: 'unavailable', ticket: token, position: entered.position, waiting: entered.waiting }
+      return { status: 'unavailable', ticket: presented, position: entered.position, waiting: entered.waiting }
     }
     return { status: 'full', waiting: entered.waiting }
   }
 
-  /** Checks a ticket call's arguments; the lock's line, or `null` when the resource is unknown. */
-  private async ticketRoom(name: string, selector: string, ticket: string): Promise<WaitingRoom | null> {
-    checkName('resource name', name)
-    checkName('selector', selector)
-    checkTicket(ticket)
-    const definition = await this.resources.get(name)
-    return definition ? this.room(name, selector, definition) : null
-  }
-
   /**
-   * Writes a selector's data for the holder of `ticket`: the lock is refreshed first (which
-   * succeeds only while the ticket holds it, and then guarantees a full `timeout` of ownership), then
-   * the data is written. With `unlock`, the lock is released after the write.
+   * Writes a selector's data for the holder of `ticket`: the write lands only while the ticket holds
+   * the lock (checked with the write, in one atomic step), then the lock is extended to a full
+   * `timeout` again. With `unlock`, the lock is released after the write.
    */
   async write(
     name: string,
@@ -187,10 +179,12 @@ export class ResourceLocks {
   ): Promise<TicketOutcome<'written'>> {
     const room = await this.ticketRoom(name, selector, ticket)
     if (room === null) return 'not-found'
+    const outcome = await this.resources.write(name, selector, json, { semaphore: lockSemaphore(name, selector), ticket })
+    if (outcome === 'not-found') return 'not-found'
+    if (outcome === 'stale') return 'conflict'
+    if (outcome === 'not-holder') return this.whyNot(room)
     const lease = room.lease(ticket)
-    if (!(await lease.refresh())) return this.whyNot(room)
-    if (!(await this.resources.write(name, selector, json))) return 'not-found'
-    if (options.unlock) await lease.release()
+    await (options.unlock ? lease.release() : lease.refresh())
     return 'written'
   }
 
@@ -206,6 +200,15 @@ export class ResourceLocks {
     return this.whyNot(room)
   }
 
+  /** Checks a ticket call's arguments; the lock's line, or `null` when the resource is unknown. */
+  private async ticketRoom(name: string, selector: string, ticket: string): Promise<WaitingRoom | null> {
+    checkName('resource name', name)
+    checkName('selector', selector)
+    checkTicket(ticket)
+    const definition = await this.resources.get(name)
+    return definition ? this.room(name, selector, definition) : null
+  }
+
   /** Why a ticket that does not hold the lock was refused: someone else holds it, or nobody does. */
   private async whyNot(room: WaitingRoom): Promise<'conflict' | 'forbidden'> {
     return (await room.getState()).held > 0 ? 'conflict' : 'forbidden'
@@ -213,14 +216,11 @@ export class ResourceLocks {
 
   private room(name: string, selector: string, definition: ResourceDefinition): WaitingRoom {
     return createWaitingRoom({
-      name: lockName(name, selector),
+      name: lockSemaphore(name, selector),
       limit: 1,
       ttl: definition.timeout * 1000,
       store: this.store,
-      order: 'fifo',
-      maxLength: this.maxLength,
-      idleTimeout: this.idleTimeout,
-      claimWindow: this.claimWindow,
+      ...this.queue,
     })
   }
 }

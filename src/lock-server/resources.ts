@@ -1,11 +1,17 @@
 /**
  * Where the lock service keeps resource definitions and each selector's data. Locks themselves live
- * in the semaphore store (they are leases); this is the plain, durable part: a definition per
- * resource and a JSON document per (resource, selector), kept until the resource is deleted.
+ * in the semaphore store (they are leases); this is the durable part: a definition per resource and
+ * a JSON document per (resource, selector), kept until the resource is deleted. A write lands only
+ * while the writer holds the selector's lock, and never over a write of a later holder: the check
+ * and the write are one atomic step (one Lua script on Redis, one synchronous step in memory).
  */
-import { AirlockError, optionError } from '../core/errors.js'
-import { describe, duration, knownKeys, safeName } from '../core/validate.js'
-import { redisClientOption, type RedisClient } from '../stores/redis.js'
+import { createHash } from 'node:crypto'
+import { optionError } from '../base/errors.js'
+import { describe, duration, knownKeys, safeName } from '../base/validate.js'
+import type { MemoryStore } from '../stores/memory.js'
+import { keyBase, redisClientOption } from '../stores/redis.js'
+import { luaScript, RedisCaller, type RedisClient } from '../stores/redis-calls.js'
+import { KEY_SUFFIXES } from '../stores/lua/prelude.js'
 
 /** A resource as defined with `POST /resource`. */
 export interface ResourceDefinition {
@@ -13,9 +19,21 @@ export interface ResourceDefinition {
   timeout: number
 }
 
+/** The lock a write must hold: the selector's semaphore (on the lock service's store) and the ticket. */
+export interface WriteLock {
+  semaphore: string
+  ticket: string
+}
+
+/**
+ * `written`; `not-found` (the resource does not exist); `not-holder` (the ticket does not hold a
+ * live lock); `stale` (a holder with a later fence wrote this selector since).
+ */
+export type WriteOutcome = 'written' | 'not-found' | 'not-holder' | 'stale'
+
 /**
  * Durable storage for the lock service: resource definitions and selector data. Every method is
- * one atomic step. `memoryResources()` and `redisResources({ client })` implement it; the lock
+ * one atomic step. `memoryResources(store)` and `redisResources({ client })` implement it; the lock
  * service picks the one that matches its semaphore store unless you pass your own.
  */
 export interface ResourceStorage {
@@ -30,16 +48,36 @@ export interface ResourceStorage {
   /** The JSON text stored for a selector, or `null` when none was written. */
   read(name: string, selector: string): Promise<string | null>
   /**
-   * Stores JSON text for a selector, replacing what was there. `false` (and nothing written) when
-   * the resource does not exist, e.g. it was deleted meanwhile.
+   * Stores JSON text for a selector, replacing what was there, only while `lock.ticket` holds a live
+   * lock of `lock.semaphore`, and only if no holder with a later fence wrote it since; checked in
+   * the same atomic step as the write, so a write delayed past its lock's expiry never lands.
    */
-  write(name: string, selector: string, json: string): Promise<boolean>
+  write(name: string, selector: string, json: string, lock: WriteLock): Promise<WriteOutcome>
 }
 
-/** Resource storage in this process's memory: what `memoryStore()` users get. */
+/**
+ * The semaphore of the lock on (resource, selector): a grouped name, so on Redis the lock's keys
+ * share the resource's hash tag (one Cluster slot) with its definition and data. Names and
+ * selectors may contain `:` and are up to 64 characters, so both are digested.
+ */
+export function lockSemaphore(resource: string, selector: string): string {
+  return `${resourceGroup(resource)}/${digest(selector)}`
+}
+
+function resourceGroup(resource: string): string {
+  return `lock.${digest(resource)}`
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, 24)
+}
+
+/** Resource storage in this process's memory, beside a memory store's locks. */
 export class MemoryResources implements ResourceStorage {
   readonly kind = 'memory'
-  private readonly resources = new Map<string, { definition: ResourceDefinition; data: Map<string, string> }>()
+  private readonly resources = new Map<string, { definition: ResourceDefinition; data: Map<string, { json: string; fence: number }> }>()
+
+  constructor(private readonly store: MemoryStore) {}
 
   async define(name: string, definition: ResourceDefinition): Promise<boolean> {
     const existing = this.resources.get(name)
@@ -61,50 +99,68 @@ export class MemoryResources implements ResourceStorage {
   }
 
   async read(name: string, selector: string): Promise<string | null> {
-    return this.resources.get(name)?.data.get(selector) ?? null
+    return this.resources.get(name)?.data.get(selector)?.json ?? null
   }
 
-  async write(name: string, selector: string, json: string): Promise<boolean> {
+  async write(name: string, selector: string, json: string, lock: WriteLock): Promise<WriteOutcome> {
+    // One synchronous step: nothing else runs between the lease check and the write.
     const found = this.resources.get(name)
-    if (!found) return false
-    found.data.set(selector, json)
-    return true
+    if (!found) return 'not-found'
+    const fence = this.store.liveFence(lock.semaphore, lock.ticket)
+    if (fence === null) return 'not-holder'
+    const last = found.data.get(selector)
+    if (last && last.fence > fence) return 'stale'
+    found.data.set(selector, { json, fence })
+    return 'written'
   }
 }
 
-/** Creates resource storage in this process's memory (lost when the process ends). */
-export function memoryResources(): MemoryResources {
-  return new MemoryResources()
+/** Creates resource storage in this process's memory (lost when the process ends), for a memory store's locks. */
+export function memoryResources(store: MemoryStore): MemoryResources {
+  return new MemoryResources(store)
 }
 
 export interface RedisResourcesOptions {
   /** An ioredis `Redis` or `Cluster` client; you own it and close it. */
   client: RedisClient
-  /** Key prefix, as for `redisStore`. Default `'airlock'`. */
+  /** Key prefix: the same as the lock service's `redisStore`. Default `'airlock'`. */
   prefix?: string
   /** Budget for one call (ms) before it rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`. Default 1000. */
   commandTimeout?: number
 }
 
-/** Writes only while the resource exists, so a write racing a delete cannot resurrect its data. */
-const WRITE_IF_DEFINED = `
+/**
+ * The write: KEYS def, data, and the lock's :h and :m; ARGV selector, ticket, json. Server time.
+ * Returns 1 written, 0 no resource, -1 not a live holder, -2 a later fence wrote already.
+ */
+const WRITE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if not exp or tonumber(exp) <= now then return -1 end
+local fence = string.match(redis.call('HGET', KEYS[4], ARGV[2]) or '', '^%d+,(%d+)$')
+if not fence then return -1 end
+local last = redis.call('HGET', KEYS[2], '#fence:' .. ARGV[1])
+if last and tonumber(last) > tonumber(fence) then return -2 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3], '#fence:' .. ARGV[1], fence)
 return 1`
 
-const WRITE_COMMAND = 'airlockResourceWriteV1'
+const WRITE_SCRIPT = luaScript(WRITE, 4)
+const WRITE_OUTCOMES: Record<number, WriteOutcome> = { 1: 'written', 0: 'not-found', [-1]: 'not-holder', [-2]: 'stale' }
 
 /**
- * Resource storage on Redis, beside the semaphores. Per resource `<name>`, two keys under one hash
- * tag (one Cluster slot): `{<prefix>:resource:<name>}:def`, a hash with the definition
- * (`timeout`), and `{<prefix>:resource:<name>}:data`, a hash of selector → JSON text. They carry no
- * expiry: data is kept until the resource is deleted, across restarts of the service.
+ * Resource storage on Redis, beside the semaphores. Per resource, under the hash tag of its locks
+ * (`{<prefix>:lock.<digest>}`, one Cluster slot): `:def`, a hash with the definition (`name`,
+ * `timeout`), and `:data`, a hash of selector → JSON text (and `#fence:<selector>` → the fence of
+ * the lock that wrote it). No expiry: data is kept until the resource is deleted.
  */
 export class RedisResources implements ResourceStorage {
   readonly kind = 'redis'
   readonly client: RedisClient
   readonly prefix: string
   readonly commandTimeout: number
+  private readonly caller: RedisCaller
 
   constructor(options: RedisResourcesOptions) {
     if (options === null || typeof options !== 'object') {
@@ -114,99 +170,54 @@ export class RedisResources implements ResourceStorage {
     this.client = redisClientOption(options.client)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
-    if (typeof (this.client as unknown as Record<string, unknown>)[WRITE_COMMAND] !== 'function') {
-      this.client.defineCommand(WRITE_COMMAND, { numberOfKeys: 2, lua: WRITE_IF_DEFINED })
-    }
+    this.caller = new RedisCaller(this.client, this.commandTimeout)
   }
 
-  /** The definition key and the data key of a resource (one hash tag). */
+  /** The definition key and the data key of a resource (its locks' hash tag). */
   keys(name: string): [def: string, data: string] {
-    const tag = `{${this.prefix}:resource:${name}}`
+    const tag = `{${this.prefix}:${resourceGroup(name)}}`
     return [`${tag}:def`, `${tag}:data`]
   }
 
   async define(name: string, definition: ResourceDefinition): Promise<boolean> {
     const [def] = this.keys(name)
-    // HSET answers how many fields were new: 1 when the definition did not exist.
-    return (await this.send(() => this.client.hset(def, 'timeout', String(definition.timeout)))) === 1
+    // HSET answers how many fields were new: 2 when the definition did not exist.
+    return (await this.caller.call(() => this.client.hset(def, 'name', name, 'timeout', String(definition.timeout)))) === 2
   }
 
   async get(name: string): Promise<ResourceDefinition | null> {
     const [def] = this.keys(name)
-    const timeout = await this.send(() => this.client.hget(def, 'timeout'))
+    const timeout = await this.caller.call(() => this.client.hget(def, 'timeout'))
     return timeout === null ? null : { timeout: Number(timeout) }
   }
 
   async delete(name: string): Promise<boolean> {
     const [def, data] = this.keys(name)
     // Same slot, one atomic DEL; the definition is what tells whether the resource existed.
-    const [[, existed], [, deleted]] = (await this.send(() =>
-      this.client.multi().exists(def).del(def, data).exec(),
-    )) as [[unknown, number], [unknown, number]]
-    return existed === 1 && deleted >= 1
+    const [[, existed]] = (await this.caller.call(() => this.client.multi().exists(def).del(def, data).exec())) as [[unknown, number]]
+    return existed === 1
   }
 
   async read(name: string, selector: string): Promise<string | null> {
     const [, data] = this.keys(name)
-    return this.send(() => this.client.hget(data, selector))
+    return this.caller.call(() => this.client.hget(data, selector))
   }
 
-  async write(name: string, selector: string, json: string): Promise<boolean> {
+  async write(name: string, selector: string, json: string, lock: WriteLock): Promise<WriteOutcome> {
     const [def, data] = this.keys(name)
-    const fn = (this.client as unknown as Record<string, (...args: string[]) => Promise<number>>)[WRITE_COMMAND]!
-    return (await this.send(() => fn.call(this.client, def, data, selector, json))) === 1
+    const [holders, meta] = lockKeys(this.prefix, lock.semaphore)
+    const reply = await this.caller.call(() => this.caller.eval(WRITE_SCRIPT, [def, data, holders, meta, selector, lock.ticket, json]))
+    return WRITE_OUTCOMES[reply as number] ?? 'not-holder'
   }
+}
 
-  /**
-   * Sends a command only on a connected client (never into ioredis' offline queue, where a write
-   * answered as failed could still land later), and rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`
-   * when no answer comes within `commandTimeout`.
-   */
-  private async send<T>(command: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.commandTimeout
-    await this.ready(deadline)
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(unavailable(`redis did not answer within ${this.commandTimeout} ms`)),
-        Math.max(1, deadline - Date.now()),
-      )
-    })
-    try {
-      return await Promise.race([command(), late])
-    } catch (err) {
-      throw err instanceof AirlockError ? err : unavailable(`redis command failed: ${(err as Error)?.message}`, err)
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
-  private async ready(deadline: number): Promise<void> {
-    const status = this.client.status
-    if (status === 'ready' || status === 'wait') return
-    if (status === 'end' || status === 'close') throw unavailable(`redis connection is ${status}`)
-    await new Promise<void>((resolve, reject) => {
-      const onReady = (): void => {
-        clearTimeout(timer)
-        resolve()
-      }
-      const timer = setTimeout(
-        () => {
-          this.client.off('ready', onReady)
-          reject(unavailable(`redis not ready within ${this.commandTimeout} ms (status ${this.client.status})`))
-        },
-        Math.max(1, deadline - Date.now()),
-      )
-      this.client.once('ready', onReady)
-    })
-  }
+/** A lock's holders (`:h`, token → expiry) and slot meta (`:m`, token → "weight,fence") keys. */
+function lockKeys(prefix: string, semaphore: string): [holders: string, meta: string] {
+  const base = keyBase(prefix, semaphore)
+  return [`${base}:${KEY_SUFFIXES[0]}`, `${base}:${KEY_SUFFIXES[1]}`]
 }
 
 /** Creates resource storage on Redis (ioredis client, standalone or Cluster). */
 export function redisResources(options: RedisResourcesOptions): RedisResources {
   return new RedisResources(options)
-}
-
-function unavailable(message: string, cause?: unknown): AirlockError {
-  return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', message, { cause })
 }

@@ -1,18 +1,21 @@
 /**
  * The HTTP lock service: the Small Resource Server API on Fastify, for services in any language.
- * This file only translates HTTP to {@link ResourceLocks} decisions and back.
+ * This file only translates HTTP to {@link ResourceLocks} decisions and back (body reading and
+ * replies in http.ts); the store calls of each request run within `storeTimeout` behind a circuit
+ * breaker (the gate's {@link StoreGuard}).
  */
-import { STATUS_CODES } from 'node:http'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
-import { isAirlockError, optionError } from '../core/errors.js'
-import { loadPeer } from '../core/peer.js'
-import { describe, knownKeys, positiveInteger } from '../core/validate.js'
-import { assertStore } from '../stores/assert.js'
-import { defaultStore, MemoryStore } from '../stores/memory.js'
-import { RedisStore } from '../stores/redis.js'
+import { isAirlockError, optionError } from '../base/errors.js'
+import { loadPeer } from '../base/peer.js'
+import { describe, duration, knownKeys, oneOf, positiveInteger } from '../base/validate.js'
+import { StoreGuard } from '../gate/guard.js'
+import type { MemoryStore } from '../stores/memory.js'
+import { isRedisStore } from '../stores/redis.js'
+import { resolveStore } from '../stores/resolve.js'
 import type { Store } from '../stores/types.js'
-import { keyRing, LEVELS, type ApiKeys, type KeyRing, type Level } from './keys.js'
-import { checkTimeout, DEFAULT_TIMEOUT_S, LockRequestError, ResourceLocks, type LockQueueOptions } from './locks.js'
+import { flag, httpError, jsonBodyParser, notFound, readAnswer, refuse, sendError, ticketHeader, type DataFormat, type JsonBody } from './http.js'
+import { keyRing, LEVELS, type ApiKeys, type Level } from './keys.js'
+import { checkTimeout, DEFAULT_TIMEOUT_S, isLockRequestError, ResourceLocks, type LockQueueOptions } from './locks.js'
 import { memoryResources, redisResources, type ResourceStorage } from './resources.js'
 
 /** Options of {@link createLockServer}. */
@@ -35,8 +38,16 @@ export interface LockServerOptions {
    * Required with a custom store.
    */
   resources?: ResourceStorage
-  /** Largest request body in bytes; larger gets `413`. Default 1 MiB. */
+  /** Largest request body in bytes; larger gets `413` (a request without a valid key gets `401` first). Default 1 MiB. */
   bodyLimit?: number
+  /**
+   * How a read answers the stored JSON. `'envelope'` (default, the Small Resource Server's shape, what
+   * its PHP client expects): `{"resource":…,"selector":…,"data":"<the JSON, as a string>"}`. `'raw'`:
+   * the stored JSON itself as the body. A request picks the other with `?format=raw|envelope`.
+   */
+  dataFormat?: DataFormat
+  /** Budget (ms) for the store calls of one request; past it, or while the store is down, `503`. Default 2000. */
+  storeTimeout?: number
   /**
    * Request logging: `false` (default), `true` (Fastify's pino logger at `info`), Fastify logger
    * options (`{ level: 'warn' }`), or a pino-shaped logger instance of your own.
@@ -46,28 +57,23 @@ export interface LockServerOptions {
   queue?: LockQueueOptions
 }
 
-const OPTION_KEYS = ['store', 'apiKeys', 'resources', 'bodyLimit', 'logger', 'queue'] as const
+const OPTION_KEYS = ['store', 'apiKeys', 'resources', 'bodyLimit', 'dataFormat', 'storeTimeout', 'logger', 'queue'] as const
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The lock service's key level a route needs (or a function of the request). */
+    lockLevel?: Level | ((request: FastifyRequest) => Level)
+  }
+}
 
 /** Resource storage per memory store, so a service re-created on the same store finds its data. */
-const memoryResourcesByStore = new WeakMap<MemoryStore, ResourceStorage>()
+const memoryResourcesByStore = new WeakMap<object, ResourceStorage>()
 
 /**
  * Creates the HTTP lock service (a Fastify instance, not yet listening): named resources with
- * selectors, each (resource, selector) its own lock with its own JSON data.
- *
- * | route | key | answers |
- * |---|---|---|
- * | `POST /resource` `{ name, timeout }` | WRITE | `201` created, `200` updated |
- * | `GET /resource/:name` | READ | `200 { name, timeout }`, `404` |
- * | `DELETE /resource/:name` | WRITE | `204`, `404` |
- * | `GET /resource/:name/:selector?lock=1` (`x-ticket` optional) | READ_LOCK | `200` data + `x-ticket`; `202 { unavailable: true }` + `x-ticket` |
- * | `GET /resource/:name/:selector?lock=0` | READ | `200` data |
- * | `PUT /resource/:name/:selector` + `x-ticket` | WRITE | `204`; `409` someone else holds it; `403` not a live lock |
- * | `POST /resource/:name/:selector/unlock` + `x-ticket` | READ_LOCK | `200 { unlocked: true }`; `409`; `403` |
- *
- * Also `401` for a missing, unknown or too weak key, `400` for bad input (with a message), `404`
- * for an unknown resource, `413` for a body over `bodyLimit`, `503` when the store is unavailable.
- * Full reference: `docs/lock-server.md`.
+ * selectors, each (resource, selector) its own lock with its own JSON data. It speaks the Small
+ * Resource Server's protocol, so that server's PHP client works unchanged. Full reference, every
+ * route and answer: `docs/lock-server.md`.
  *
  * ```ts
  * const app = createLockServer({ store: redisStore({ client: new Redis(url) }) }) // keys from the environment
@@ -83,120 +89,165 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
     optionError(`createLockServer() needs an options object, got ${describe(options)}`)
   }
   knownKeys('createLockServer()', options, OPTION_KEYS)
-  const store = options.store === undefined ? defaultStore() : assertStore(options.store)
+  const store = resolveStore(options.store)
   const keys = keyRing(options.apiKeys)
   const resources = options.resources ?? resourcesFor(store)
   checkResources(resources)
   const locks = new ResourceLocks({ store, resources, queue: options.queue })
   const bodyLimit = positiveInteger('bodyLimit', options.bodyLimit ?? 1024 * 1024)
+  const dataFormat = oneOf('dataFormat', options.dataFormat ?? 'envelope', ['envelope', 'raw'] as const)
+  const storeTimeout = duration('storeTimeout', options.storeTimeout ?? 2000)
+  const logger = checkLoggerOption(options.logger ?? false)
 
   const fastify = loadPeer<typeof import('fastify').default>('fastify', 'createLockServer()')
-  const logger = options.logger ?? false
   const app = fastify({
     bodyLimit,
     ...(isLoggerInstance(logger) ? { loggerInstance: logger } : { logger: logger as FastifyServerOptions['logger'] }),
   }) as unknown as FastifyInstance
-
-  // Any content type is read as JSON (curl -d sends form-urlencoded, fetch text/plain by default);
-  // application/json keeps Fastify's own parser, which also refuses prototype poisoning.
-  app.removeContentTypeParser('text/plain')
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    try {
-      done(null, body === '' ? undefined : JSON.parse(body as string))
-    } catch (err) {
-      done(httpError(400, `Body is not valid JSON: ${(err as Error).message}`), undefined)
-    }
+  const guard = new StoreGuard({
+    name: 'lock-server',
+    budgetName: 'storeTimeout',
+    logger: app.log,
+    probe: () => store.state('lock-server.probe'),
+    probeTimeout: storeTimeout,
+    // A bad request is not the store failing.
+    isFailure: (err) => !isLockRequestError(err) && !isAirlockError(err, 'ERR_AIRLOCK_OPTION'),
   })
-  app.setErrorHandler((err, request, reply) => sendError(err, request, reply))
+  /** One request's store work, within the budget and behind the breaker. */
+  const guarded = <T>(op: () => Promise<T>): Promise<T> => guard.call(op, Date.now() + storeTimeout, storeTimeout)
 
-  const guard = (needed: Level) => async (request: FastifyRequest) => authorize(keys, request, needed)
+  // Every content type is read as JSON text, nesting-checked without recursion (curl -d sends
+  // form-urlencoded, fetch text/plain); the stored data is the text as sent.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, jsonBodyParser)
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply, guard))
+  app.addHook('onClose', async () => guard.close())
+
+  // The key is checked before the body is read: a request without a valid key costs no body.
+  app.addHook('onRequest', async (request) => {
+    const level = request.routeOptions.config.lockLevel
+    if (level !== undefined) authorize(keys, request, typeof level === 'function' ? level(request) : level)
+  })
+
+  type SelectorRoute = { Params: { name: string; selector: string }; Querystring: Record<string, string>; Body: JsonBody | undefined }
+  const lockLevelOf = (request: FastifyRequest): Level =>
+    flag('lock', (request.query as Record<string, string>).lock, true) ? LEVELS.readLock : LEVELS.read
 
   app.get('/health', async () => ({ ok: true }))
 
-  app.post('/resource', { preHandler: guard(LEVELS.write) }, async (request, reply) => {
-    const { name, timeout } = resourceBody(request.body)
-    const result = await locks.define(name, timeout)
+  app.post<{ Body: JsonBody | undefined }>('/resource', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
+    const { name, timeout } = resourceBody(request.body?.value)
+    const result = await guarded(() => locks.define(name, timeout))
     return reply.code(result.created ? 201 : 200).send({ name: result.name, timeout: result.timeout })
   })
 
-  app.get<{ Params: { name: string } }>('/resource/:name', { preHandler: guard(LEVELS.read) }, async (request, reply) => {
-    const definition = await locks.describe(request.params.name)
+  app.get<{ Params: { name: string } }>('/resource/:name', { config: { lockLevel: LEVELS.read } }, async (request, reply) => {
+    const definition = await guarded(() => locks.describe(request.params.name))
     if (!definition) return notFound(reply, request.params.name)
     return { name: request.params.name, timeout: definition.timeout }
   })
 
-  app.delete<{ Params: { name: string } }>('/resource/:name', { preHandler: guard(LEVELS.write) }, async (request, reply) => {
-    if (!(await locks.delete(request.params.name))) return notFound(reply, request.params.name)
+  app.delete<{ Params: { name: string } }>('/resource/:name', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
+    if (!(await guarded(() => locks.delete(request.params.name)))) return notFound(reply, request.params.name)
     return reply.code(204).send()
   })
 
-  type SelectorRoute = { Params: { name: string; selector: string }; Querystring: Record<string, string> }
-
-  app.get<SelectorRoute>('/resource/:name/:selector', async (request, reply) => {
+  app.get<SelectorRoute>('/resource/:name/:selector', { config: { lockLevel: lockLevelOf } }, async (request, reply) => {
     const { name, selector } = request.params
-    const lock = flag('lock', request.query.lock, true)
-    authorize(keys, request, lock ? LEVELS.readLock : LEVELS.read)
+    const format = formatOf(request, dataFormat)
     reply.header('cache-control', 'no-store')
-    if (!lock) {
-      const read = await locks.read(name, selector)
+    if (!flag('lock', request.query.lock, true)) {
+      const read = await guarded(() => locks.read(name, selector))
       if (!read.found) return notFound(reply, name)
-      return sendJson(reply, 200, read.data)
+      return readAnswer(reply, 200, name, selector, read.data, format)
     }
-    const outcome = await locks.lock(name, selector, ticketHeader(request, false))
+    const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
     switch (outcome.status) {
       case 'not-found':
         return notFound(reply, name)
       case 'locked':
-        return sendJson(reply.header('x-ticket', outcome.ticket), 200, outcome.data)
+        return readAnswer(withTicket(reply, outcome.ticket).header('x-fence', String(outcome.fence)), 200, name, selector, outcome.data, format)
       case 'unavailable':
-        return reply
+        return withTicket(reply, outcome.ticket)
           .code(202)
-          .header('x-ticket', outcome.ticket)
           .header('retry-after', '1')
           .send({ unavailable: true, position: outcome.position, waiting: outcome.waiting })
       case 'full':
-        return reply
-          .code(503)
-          .header('retry-after', '5')
-          .send({ statusCode: 503, error: 'Service Unavailable', message: `too many tickets waiting for this lock (${outcome.waiting})`, unavailable: true })
+        return tooManyWaiting(reply, outcome.waiting)
     }
   })
 
-  app.put<SelectorRoute>('/resource/:name/:selector', { preHandler: guard(LEVELS.write) }, async (request, reply) => {
+  // The Small Resource Server's lock: 200 {"locked": true|false} and the ticket to present again.
+  app.put<SelectorRoute>('/resource/:name/:selector/lock', { config: { lockLevel: LEVELS.readLock } }, async (request, reply) => {
+    const { name, selector } = request.params
+    const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
+    if (outcome.status === 'not-found') return notFound(reply, name)
+    if (outcome.status === 'full') return tooManyWaiting(reply, outcome.waiting)
+    withTicket(reply, outcome.ticket)
+    if (outcome.status === 'unavailable') reply.header('retry-after', '1')
+    else reply.header('x-fence', String(outcome.fence))
+    return reply.code(200).send({ locked: outcome.status === 'locked' })
+  })
+
+  app.put<SelectorRoute>('/resource/:name/:selector', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
     const { name, selector } = request.params
     const unlock = flag('unlock', request.query.unlock, false)
     const ticket = ticketHeader(request, true)
     if (request.body === undefined) throw httpError(400, 'PUT needs a JSON body: the data to store')
-    const outcome = await locks.write(name, selector, ticket, JSON.stringify(request.body), { unlock })
+    const json = request.body.text
+    const outcome = await guarded(() => locks.write(name, selector, ticket, json, { unlock }))
     if (outcome === 'written') return reply.code(204).send()
     return refuse(reply, outcome, name)
   })
 
-  app.post<SelectorRoute>('/resource/:name/:selector/unlock', { preHandler: guard(LEVELS.readLock) }, async (request, reply) => {
+  // Unlock: PUT (the Small Resource Server) or POST (the blog post's API).
+  const unlock = async (request: FastifyRequest<SelectorRoute>, reply: FastifyReply) => {
     const { name, selector } = request.params
-    const outcome = await locks.unlock(name, selector, ticketHeader(request, true))
+    const outcome = await guarded(() => locks.unlock(name, selector, ticketHeader(request, true)))
     if (outcome === 'unlocked') return { unlocked: true }
     return refuse(reply, outcome, name)
-  })
+  }
+  app.put<SelectorRoute>('/resource/:name/:selector/unlock', { config: { lockLevel: LEVELS.readLock } }, unlock)
+  app.post<SelectorRoute>('/resource/:name/:selector/unlock', { config: { lockLevel: LEVELS.readLock } }, unlock)
 
   return app
 }
 
-/** The storage matching a store: its Redis client for `redisStore`, one memory storage per memory store. */
+/** Sets the ticket header as the Small Resource Server does, `X-Ticket` (its PHP client reads it case-sensitively). */
+function withTicket(reply: FastifyReply, ticket: string): FastifyReply {
+  reply.raw.setHeader('X-Ticket', ticket)
+  return reply
+}
+
+function tooManyWaiting(reply: FastifyReply, waiting: number): FastifyReply {
+  return reply
+    .code(503)
+    .header('retry-after', '5')
+    .send({ statusCode: 503, error: 'Service Unavailable', message: `too many tickets waiting for this lock (${waiting})`, unavailable: true })
+}
+
+function formatOf(request: FastifyRequest<{ Querystring: Record<string, string> }>, fallback: DataFormat): DataFormat {
+  const given = request.query.format
+  if (given === undefined || given === '') return fallback
+  if (given === 'raw' || given === 'envelope') return given
+  throw httpError(400, `format must be raw or envelope, got ${JSON.stringify(given)}`)
+}
+
+/** The storage matching a store: its Redis client for a Redis store, one memory storage per memory store. */
 function resourcesFor(store: Store): ResourceStorage {
-  if (store instanceof RedisStore) {
+  if (isRedisStore(store)) {
     return redisResources({ client: store.client, prefix: store.prefix, commandTimeout: store.commandTimeout })
   }
-  if (store instanceof MemoryStore) {
+  if (store.kind === 'memory' && typeof (store as Partial<MemoryStore>).liveFence === 'function') {
     let resources = memoryResourcesByStore.get(store)
     if (!resources) {
-      resources = memoryResources()
+      resources = memoryResources(store as MemoryStore)
       memoryResourcesByStore.set(store, resources)
     }
     return resources
   }
   return optionError(
-    `resources is required with a custom store (kind '${store.kind}'): pass resources: redisResources({ client }) or memoryResources()`,
+    `resources is required with a custom store (kind '${store.kind}'): pass a ResourceStorage whose write checks the lock (see docs/lock-server.md)`,
   )
 }
 
@@ -207,6 +258,15 @@ function checkResources(resources: unknown): void {
   if (missing.length > 0) {
     optionError(`resources must implement ResourceStorage (define, get, delete, read, write); missing ${missing.join(', ')}`)
   }
+}
+
+function checkLoggerOption(logger: unknown): LockServerOptions['logger'] {
+  const ok =
+    typeof logger === 'boolean' || (typeof logger === 'object' && logger !== null && !Array.isArray(logger))
+  if (!ok) {
+    optionError(`logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${describe(logger)}`)
+  }
+  return logger as LockServerOptions['logger']
 }
 
 function isLoggerInstance(logger: unknown): logger is FastifyBaseLogger {
@@ -228,7 +288,7 @@ function presentedKey(request: FastifyRequest): string | undefined {
 
 const LEVEL_LABEL: Record<number, string> = { 1: 'READ', 2: 'READ_LOCK', 3: 'WRITE' }
 
-function authorize(keys: KeyRing, request: FastifyRequest, needed: Level): void {
+function authorize(keys: ReturnType<typeof keyRing>, request: FastifyRequest, needed: Level): void {
   const presented = presentedKey(request)
   const level = keys.level(presented)
   if (level >= needed) return
@@ -241,26 +301,6 @@ function authorize(keys: KeyRing, request: FastifyRequest, needed: Level): void 
   throw Object.assign(httpError(401, message), { authenticate: true })
 }
 
-/** `?lock=1|0|true|false`; absent means `fallback`. */
-function flag(name: string, value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === '') return fallback
-  if (value === '1' || value === 'true') return true
-  if (value === '0' || value === 'false') return false
-  throw httpError(400, `${name} must be 1 or 0, got ${JSON.stringify(value)}`)
-}
-
-function ticketHeader(request: FastifyRequest, required: true): string
-function ticketHeader(request: FastifyRequest, required: false): string | undefined
-function ticketHeader(request: FastifyRequest, required: boolean): string | undefined {
-  const value = request.headers['x-ticket']
-  if (value === undefined || value === '') {
-    if (required) throw httpError(400, 'the x-ticket header is required: send the ticket you got with the lock')
-    return undefined
-  }
-  if (Array.isArray(value)) throw httpError(400, 'send one x-ticket header')
-  return value
-}
-
 function resourceBody(body: unknown): { name: string; timeout: number } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw httpError(400, 'the body must be a JSON object such as {"name":"printer","timeout":300}')
@@ -271,50 +311,4 @@ function resourceBody(body: unknown): { name: string; timeout: number } {
   if (fields.name === undefined) throw httpError(400, 'name is required')
   const timeout = fields.timeout === undefined ? DEFAULT_TIMEOUT_S : checkTimeout(fields.timeout)
   return { name: fields.name as string, timeout }
-}
-
-function sendJson(reply: FastifyReply, status: number, json: string | null): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(json ?? 'null')
-}
-
-function notFound(reply: FastifyReply, name: string): FastifyReply {
-  return reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `no resource named '${name}'` })
-}
-
-function refuse(reply: FastifyReply, outcome: 'conflict' | 'forbidden' | 'not-found', name: string): FastifyReply {
-  if (outcome === 'not-found') return notFound(reply, name)
-  if (outcome === 'conflict') {
-    return reply.code(409).send({ statusCode: 409, error: 'Conflict', message: 'another ticket holds this lock' })
-  }
-  return reply
-    .code(403)
-    .send({ statusCode: 403, error: 'Forbidden', message: 'this ticket does not hold the lock (expired, released or never issued)' })
-}
-
-function httpError(statusCode: number, message: string): Error & { statusCode: number } {
-  return Object.assign(new Error(message), { statusCode })
-}
-
-function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const e = err as Error & { statusCode?: number; authenticate?: boolean }
-  let status: number
-  let message: string
-  if (isAirlockError(err, 'ERR_AIRLOCK_STORE_UNAVAILABLE')) {
-    request.log.warn({ err }, 'lock store unavailable')
-    status = 503
-    message = 'the lock store is unavailable; retry shortly'
-    reply.header('retry-after', '1')
-  } else if (err instanceof LockRequestError || isAirlockError(err, 'ERR_AIRLOCK_OPTION')) {
-    status = 400
-    message = e.message
-  } else if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    status = e.statusCode
-    message = e.message
-    if (e.authenticate) reply.header('www-authenticate', 'Bearer realm="airlock"')
-  } else {
-    request.log.error({ err }, 'lock service error')
-    status = 500
-    message = 'internal error'
-  }
-  return reply.code(status).send({ statusCode: status, error: STATUS_CODES[status], message })
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
 
 /** What a custom `busyPage` function receives. */
 export interface BusyPageContext {
@@ -14,34 +14,28 @@ export interface BusyPageContext {
 export type BusyPage = string | ((context: BusyPageContext) => string)
 
 /**
- * The built-in page's script: counts down from the `Retry-After` value shown in `#s`, jittered to
- * 0.5x..1.5x so that retries of a crowd spread out instead of arriving in waves, then loads the page
- * again (always a GET, never a form re-post). Static, so it can be allowed by hash.
+ * The built-in page's script: counts down the whole seconds shown in `#s` (the page's own jittered
+ * delay, see {@link busyPageDelay}), changing the number on each whole second left, and when it
+ * reaches zero loads the page again (always a GET, never a form re-post). Static, so it can be
+ * allowed by hash.
  */
 export const BUSY_PAGE_SCRIPT =
-  '(function(){var e=document.getElementById("s"),n=+e.textContent||5,d=Date.now()+n*(500+1e3*Math.random());' +
+  '(function(){var e=document.getElementById("s"),d=Date.now()+1e3*(+e.textContent||5);' +
   'function t(){var l=d-Date.now();if(l<=0){location.replace(location.href.split("#")[0]);return}' +
-  'e.textContent=Math.ceil(l/1e3);setTimeout(t,Math.min(1e3,l))}t()})()'
+  'e.textContent=Math.ceil(l/1e3);setTimeout(t,(l-1)%1e3+1)}t()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */
-export const BUSY_PAGE_STYLE =
-  'body{margin:0;min-height:100vh;display:grid;place-items:center;font:17px/1.5 system-ui,sans-serif;' +
-  'background:#f4f5f7;color:#1d2330}main{max-width:30em;padding:2em;text-align:center}' +
-  'h1{font-size:1.5em;margin:0 0 .5em}a{color:#2356c7}'
-
-const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
+export const BUSY_PAGE_STYLE = BASE_STYLE + 'a{color:#2356c7}'
 
 /**
  * CSP sources that allow the built-in page's inline script and style, for a site whose own policy
  * also applies to the busy response: add `busyPageHashes.script` to `script-src` and
  * `busyPageHashes.style` to `style-src` (or use the `nonce` option).
  */
-export const busyPageHashes = Object.freeze({ script: sha256(BUSY_PAGE_SCRIPT), style: sha256(BUSY_PAGE_STYLE) })
+export const busyPageHashes = inlineHashes(BUSY_PAGE_SCRIPT, BUSY_PAGE_STYLE)
 
 /** The policy sent with the built-in page: nothing but its own script and style. */
-export const BUSY_PAGE_CSP =
-  `default-src 'none'; script-src ${busyPageHashes.script}; style-src ${busyPageHashes.style}; ` +
-  `base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
+export const BUSY_PAGE_CSP = pageCsp(busyPageHashes)
 
 /** Escapes text for HTML content and attribute values. */
 export function escapeHtml(text: string): string {
@@ -49,20 +43,32 @@ export function escapeHtml(text: string): string {
 }
 
 /**
- * The built-in busy page (under 2 KB, no external assets). Retries by itself with JS (jittered);
- * without JS, a `<noscript>` meta refresh retries after `retryAfter` plus up to half of it again.
+ * The page's retry delay in whole seconds: `retryAfter` jittered to 0.5x..1.5x (rounded, at least
+ * 1), so that the retries of a crowd spread out instead of arriving in waves. Padded with spaces to
+ * the width of the longest possible delay, so every page for one `retryAfter` has the same length
+ * (a `HEAD` answer's `Content-Length` is then the `GET` body's); HTML shows the spaces as one.
+ */
+export function busyPageDelay(retryAfter: number): string {
+  const delay = Math.max(1, Math.round(retryAfter * (0.5 + Math.random())))
+  return String(delay).padStart(String(Math.max(1, Math.round(retryAfter * 1.5))).length)
+}
+
+/**
+ * The built-in busy page (under 2 KB, no external assets). It shows the delay after which it tries
+ * again ({@link busyPageDelay}), counts it down with JS and reloads at zero; without JS, a
+ * `<noscript>` meta refresh reloads after the same delay.
  */
 export function renderBusyPage(retryAfter: number, nonce?: string): string {
   const n = nonce === undefined ? '' : ` nonce="${escapeHtml(nonce)}"`
-  const noJsDelay = retryAfter + Math.floor(Math.random() * (Math.ceil(retryAfter / 2) + 1))
+  const delay = busyPageDelay(retryAfter)
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
     '<title>Busy, please wait</title>' +
-    `<noscript><meta http-equiv="refresh" content="${noJsDelay}"></noscript>` +
+    `<noscript><meta http-equiv="refresh" content="${delay}"></noscript>` +
     `<style${n}>${BUSY_PAGE_STYLE}</style></head><body><main>` +
     '<h1>Lots of visitors right now</h1>' +
-    `<p>We let people in a few at a time so the site stays up. This page tries again by itself in <b id="s">${retryAfter}</b> s.</p>` +
+    `<p>We let people in a few at a time so the site stays up. This page tries again by itself in <b id="s">${delay}</b> s.</p>` +
     '<p><a href="">Try now</a></p>' +
     `</main><script${n}>${BUSY_PAGE_SCRIPT}</script></body></html>`
   )

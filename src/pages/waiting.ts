@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
 import { escapeHtml } from './busy.js'
 
 /** What the waiting page (built-in or custom) is rendered from. */
@@ -11,6 +11,11 @@ export interface WaitingPageContext {
   waiting: number
   /** Estimated wait in seconds, `null` while no admission rate is known (and in random order). */
   eta: number | null
+  /**
+   * A scheduled opening not yet reached (ms since the epoch): the line is a pre-queue, `eta` counts
+   * down to the opening, and places are drawn at random then (`position` is `null`). Else `null`.
+   */
+  opensAt: number | null
   /** How often the page polls while visible (ms). */
   pollInterval: number
   /** How often it polls while the tab is hidden, only to keep its place (ms). */
@@ -29,7 +34,8 @@ export type WaitingPage = (context: WaitingPageContext) => string
  * spread out) it asks the same URL for JSON with `X-Airlock-Poll: 1` and updates the place, the
  * count and the estimate; while the tab is hidden it only polls at the keep-alive interval (to keep
  * its place) and polls at once when shown again. Any answer other than 202 (admitted: 200; busy:
- * 503) loads the page again, as a GET. Static, so it can be allowed by hash; settings come from the
+ * 503) loads the page again, as a GET; so does the first answer after a scheduled opening (the
+ * countdown page becomes the page with the place in line). Static, so it can be allowed by hash; settings come from the
  * `data-` attributes of `#q`.
  */
 export const WAITING_PAGE_SCRIPT =
@@ -40,28 +46,21 @@ export const WAITING_PAGE_SCRIPT =
   'function next(){clearTimeout(t);t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
   'function poll(){clearTimeout(t);fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
   'cache:"no-store",credentials:"same-origin"}).then(function(r){if(r.status!==202)return go();' +
-  'return r.json().then(function(j){put("p",j.position);put("w",j.waiting);put("e",eta(j.eta));next()})}).catch(next)}' +
+  'return r.json().then(function(j){if(q.dataset.opens&&!j.opensAt)return go();put("p",j.position);put("w",j.waiting);put("e",eta(j.eta));next()})}).catch(next)}' +
   'document.addEventListener("visibilitychange",function(){if(!document.hidden)poll()});next()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */
-export const WAITING_PAGE_STYLE =
-  'body{margin:0;min-height:100vh;display:grid;place-items:center;font:17px/1.5 system-ui,sans-serif;' +
-  'background:#f4f5f7;color:#1d2330}main{max-width:30em;padding:2em;text-align:center}' +
-  'h1{font-size:1.5em;margin:0 0 .5em}b{font-size:1.4em}'
-
-const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
+export const WAITING_PAGE_STYLE = BASE_STYLE + 'b{font-size:1.4em}'
 
 /**
  * CSP sources that allow the built-in waiting page's inline script and style, for a site whose own
  * policy also applies: add `waitingPageHashes.script` to `script-src`, `waitingPageHashes.style` to
  * `style-src`, and allow `connect-src 'self'` (the page polls its own URL), or use the `nonce` option.
  */
-export const waitingPageHashes = Object.freeze({ script: sha256(WAITING_PAGE_SCRIPT), style: sha256(WAITING_PAGE_STYLE) })
+export const waitingPageHashes = inlineHashes(WAITING_PAGE_SCRIPT, WAITING_PAGE_STYLE)
 
 /** The policy sent with the built-in page: its own script and style, and polls to its own origin. */
-export const WAITING_PAGE_CSP =
-  `default-src 'none'; script-src ${waitingPageHashes.script}; style-src ${waitingPageHashes.style}; ` +
-  `connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
+export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; ")
 
 /** An estimated wait for people: `about 31 s`, `about 4 min`, or `working it out` while unknown. */
 export function describeEta(seconds: number | null): string {
@@ -75,22 +74,28 @@ export function describeEta(seconds: number | null): string {
  * Without JavaScript, a `<noscript>` meta refresh reloads it every poll interval (plus up to a
  * second of jitter), which also keeps the place.
  */
-export function renderWaitingPage(context: Omit<WaitingPageContext, 'request'>): string {
+export function renderWaitingPage(context: Omit<WaitingPageContext, 'request' | 'opensAt'> & { opensAt?: number | null }): string {
+  const opensAt = context.opensAt ?? null
   const n = context.nonce === undefined ? '' : ` nonce="${escapeHtml(context.nonce)}"`
   const noJsDelay = Math.ceil(context.pollInterval / 1000) + Math.floor(Math.random() * 2)
   const place =
-    context.order === 'fifo' && context.position !== null
+    opensAt !== null
+      ? `<p>The site opens in <b id="e">${escapeHtml(describeEta(context.eta))}</b> ` +
+        `(${escapeHtml(new Date(opensAt).toUTCString())}).</p>` +
+        '<p>Everyone who arrives before the opening gets a place drawn at random then, so arriving early is no ' +
+        `advantage. <span id="w">${context.waiting}</span> people are waiting.</p>`
+      : context.order === 'fifo' && context.position !== null
       ? `<p>Your place in line: <b id="p">${context.position}</b> of <span id="w">${context.waiting}</span></p>` +
         `<p>Estimated wait: <span id="e">${escapeHtml(describeEta(context.eta))}</span></p>`
       : `<p><b id="w">${context.waiting}</b> people are waiting. Visitors are let in by lottery, so keep this page open.</p>`
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
-    '<title>You are in line</title>' +
+    `<title>${opensAt !== null ? 'Opening soon' : 'You are in line'}</title>` +
     `<noscript><meta http-equiv="refresh" content="${noJsDelay}"></noscript>` +
     `<style${n}>${WAITING_PAGE_STYLE}</style></head><body>` +
-    `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}">` +
-    '<h1>You are in line</h1>' +
+    `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}"${opensAt !== null ? ' data-opens="1"' : ''}>` +
+    `<h1>${opensAt !== null ? 'Opening soon' : 'You are in line'}</h1>` +
     place +
     '<p>This page updates by itself and takes you to the site when it is your turn. Please keep it open.</p>' +
     `</main><script${n}>${WAITING_PAGE_SCRIPT}</script></body></html>`
@@ -98,8 +103,9 @@ export function renderWaitingPage(context: Omit<WaitingPageContext, 'request'>):
 }
 
 /** The JSON body of a queued answer (`eta` in seconds, like `Retry-After`). */
-export function queuedJson(position: number | null, waiting: number, eta: number | null): string {
-  return `{"status":"queued","position":${position},"eta":${eta},"waiting":${waiting}}`
+export function queuedJson(position: number | null, waiting: number, eta: number | null, opensAt: number | null = null): string {
+  const opening = opensAt === null ? '' : `,"opensAt":"${new Date(opensAt).toISOString()}"`
+  return `{"status":"queued","position":${position},"eta":${eta},"waiting":${waiting}${opening}}`
 }
 
 /** The JSON body the gate answers a waiting page's poll with once the visitor is admitted. */

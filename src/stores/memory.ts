@@ -1,188 +1,12 @@
-import { AirlockError } from '../core/errors.js'
-import { knownKeys } from '../core/validate.js'
-import type { AcquireRequest, AcquireResult, LeaseState, RefreshResult, Store } from './types.js'
-
-/** How long admissions are remembered for the ETA (ms). Same as the Redis store. */
-export const ADMISSION_WINDOW_MS = 60_000
-/** How many recent releases `leaseState` can tell apart from expiries. Same as the Redis store. */
-export const RELEASED_MEMORY = 1000
-/** How long a release is remembered for `leaseState` (ms). Same as the Redis store. */
-export const RELEASED_KEEP_MS = 3_600_000
+import { AirlockError, optionError } from '../base/errors.js'
+import { describe, optionsObject } from '../base/validate.js'
+import { Slots, type Waiter } from './memory-slots.js'
+import { AdaptiveBoard } from './adaptive-board.js'
+import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, in ms. Defaults to `Date.now` (read at call time, so fake timers work). */
   now?: () => number
-}
-
-interface Holder {
-  expiresAt: number
-  weight: number
-  fence: number
-}
-
-interface Waiter {
-  id: string
-  /** Arrival number: the line is ordered by it, in both orders. */
-  seq: number
-  weight: number
-  claimWindow: number
-  /** Loses its place at this time unless seen again. */
-  deadline: number
-  /** The timeout its deadline was set from (the `seen` bucket it is in). */
-  timeout: number
-}
-
-/** One semaphore's state. Dropped from the store when empty. */
-class Semaphore {
-  readonly holders = new Map<string, Holder>()
-  used = 0
-  /** Waiters in arrival order. */
-  readonly line: Waiter[] = []
-  readonly waiters = new Map<string, Waiter>()
-  /**
-   * Waiter ids by the timeout of their deadline, each bucket in order of last sign of life (so each
-   * bucket's deadlines increase, and eviction stops at the first live one).
-   */
-  readonly seen = new Map<number, Map<string, true>>()
-  /** Room held for waiters, by id: the time the reservation lapses. */
-  readonly reserved = new Map<string, number>()
-  reservedWeight = 0
-  /** How the line admits: set by the last waiter that joined. */
-  order: 'fifo' | 'random' = 'fifo'
-  seq = 0
-  readonly admissions: number[] = []
-  readonly released = new Map<string, number>()
-
-  get empty(): boolean {
-    return (
-      this.holders.size === 0 &&
-      this.waiters.size === 0 &&
-      this.released.size === 0 &&
-      this.admissions.length === 0
-    )
-  }
-
-  purgeHolders(now: number): void {
-    for (const [token, h] of this.holders) {
-      if (h.expiresAt <= now) {
-        this.holders.delete(token)
-        this.used -= h.weight
-      }
-    }
-    for (const [token, at] of this.released) {
-      if (at > now - RELEASED_KEEP_MS && this.released.size <= RELEASED_MEMORY) break
-      this.released.delete(token)
-    }
-  }
-
-  purgeWaiters(now: number): void {
-    for (const bucket of this.seen.values()) {
-      for (const id of bucket.keys()) {
-        const w = this.waiters.get(id)
-        if (w && w.deadline > now) break
-        this.removeWaiter(id)
-      }
-    }
-  }
-
-  nextExpiry(): number | null {
-    let next: number | null = null
-    for (const h of this.holders.values()) if (next === null || h.expiresAt < next) next = h.expiresAt
-    return next
-  }
-
-  /** How many waiters arrived before `seq` (0-based rank). */
-  rank(seq: number): number {
-    let lo = 0
-    let hi = this.line.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.line[mid]!.seq < seq) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  addWaiter(w: Waiter): void {
-    this.waiters.set(w.id, w)
-    this.line.splice(this.rank(w.seq), 0, w)
-    this.markSeen(w)
-  }
-
-  /** A sign of life: the waiter keeps its place for `timeout` more. */
-  touchWaiter(w: Waiter, now: number, timeout: number): void {
-    this.seen.get(w.timeout)?.delete(w.id)
-    w.deadline = now + timeout
-    w.timeout = timeout
-    this.markSeen(w)
-  }
-
-  private markSeen(w: Waiter): void {
-    let bucket = this.seen.get(w.timeout)
-    if (!bucket) {
-      bucket = new Map()
-      this.seen.set(w.timeout, bucket)
-    }
-    bucket.set(w.id, true)
-  }
-
-  removeWaiter(id: string): boolean {
-    const w = this.waiters.get(id)
-    if (!w) return false
-    this.waiters.delete(id)
-    const bucket = this.seen.get(w.timeout)
-    bucket?.delete(id)
-    if (bucket?.size === 0) this.seen.delete(w.timeout)
-    this.line.splice(this.rank(w.seq), 1)
-    if (this.reserved.delete(id)) this.reservedWeight -= w.weight
-    return true
-  }
-
-  /**
-   * Settles the line: waiters whose reservation lapsed lose their place; then room not yet held
-   * for anyone is reserved for the next waiters (in arrival order, or drawn at random), as many as
-   * fit, each for its claim window. A waiter that does not fit stops the round: nobody overtakes it.
-   * Returns the ids reserved now.
-   */
-  settle(now: number, limit: number): string[] {
-    for (const [id, until] of this.reserved) if (until <= now) this.removeWaiter(id)
-    let free = limit - this.used - this.reservedWeight
-    const fresh: string[] = []
-    let open = this.line.length - this.reserved.size
-    while (free > 0 && open > 0) {
-      const w = this.order === 'random' ? this.draw(open) : this.line.find((x) => !this.reserved.has(x.id))!
-      if (w.weight > free) break
-      this.reserved.set(w.id, now + w.claimWindow)
-      this.reservedWeight += w.weight
-      free -= w.weight
-      open--
-      fresh.push(w.id)
-    }
-    return fresh
-  }
-
-  /** A waiter drawn uniformly among the `open` ones holding no reservation. */
-  private draw(open: number): Waiter {
-    if (open * 2 >= this.line.length) {
-      for (;;) {
-        const w = this.line[Math.floor(Math.random() * this.line.length)]!
-        if (!this.reserved.has(w.id)) return w
-      }
-    }
-    const candidates = this.line.filter((x) => !this.reserved.has(x.id))
-    return candidates[Math.floor(Math.random() * candidates.length)]!
-  }
-
-  /** The first waiter holding no reservation: the one to wake when room may have appeared. */
-  firstOpen(): string | undefined {
-    return this.line.find((x) => !this.reserved.has(x.id))?.id
-  }
-
-  admissionsIn(now: number): { admitted: number; windowMs: number } {
-    while (this.admissions.length > 0 && this.admissions[0]! <= now - ADMISSION_WINDOW_MS) this.admissions.shift()
-    const first = this.admissions[0]
-    return { admitted: this.admissions.length, windowMs: first === undefined ? 0 : now - first }
-  }
 }
 
 /**
@@ -192,28 +16,40 @@ class Semaphore {
  */
 export class MemoryStore implements Store {
   readonly kind = 'memory'
-  private readonly sems = new Map<string, Semaphore>()
+  private readonly sems = new Map<string, Slots>()
   private readonly fences = new Map<string, number>()
+  /** The admission rate's theoretical arrival time, by name (kept like fences: small, per name). */
+  private readonly rates = new Map<string, number>()
+  /** Live control records, by name, and who watches them. */
+  private readonly controls = new Map<string, Record<string, string>>()
+  private readonly controlWatchers = new Map<string, Set<() => void>>()
+  /** The fleet's adaptive limit, by name. */
+  private readonly adaptive = new Map<string, AdaptiveBoard>()
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
+  /** Instances' reports by name: instance id -> what it reported, and when that lapses. */
+  private readonly reports = new Map<string, Map<string, { data: string; expiresAt: number }>>()
   private readonly now: () => number
   private closed = false
 
   constructor(options: MemoryStoreOptions = {}) {
-    knownKeys('memoryStore()', options, ['now'])
+    optionsObject('memoryStore()', options, ['now'])
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      optionError(`now must be a function returning the time in ms, such as () => Date.now(), got ${describe(options.now)}`)
+    }
     this.now = options.now ?? (() => Date.now())
   }
 
-  private sem(name: string): Semaphore {
+  private sem(name: string): Slots {
     this.assertOpen()
     let s = this.sems.get(name)
     if (!s) {
-      s = new Semaphore()
+      s = new Slots()
       this.sems.set(name, s)
     }
     return s
   }
 
-  private tidy(name: string, s: Semaphore): void {
+  private tidy(name: string, s: Slots): void {
     if (s.empty) this.sems.delete(name)
   }
 
@@ -243,16 +79,18 @@ export class MemoryStore implements Store {
       if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
 
       const mayAdmit = q?.admit !== false
+      const admits = mayAdmit && q?.hold !== true
+      const cap = req.admissionRate ? Math.min(req.limit, s.used + this.rateRoom(name, now, req.admissionRate)) : req.limit
       let mine = s.waiters.get(req.token)
       // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
       if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
       if (s.line.length === 0) {
-        if (mayAdmit && s.used + req.weight <= req.limit) {
+        if (admits && s.used + req.weight <= cap) {
           if (mine) s.removeWaiter(mine.id)
           return this.admit(s, name, req, now, false)
         }
       } else {
-        const claimed = this.settleFor(s, name, req, now, mayAdmit)
+        const claimed = this.settleFor(s, name, req, now, mayAdmit, cap)
         if (claimed) return claimed
         // settle may have just skipped the caller itself (its reservation lapsed): it is no longer
         // in line, and is treated as a newcomer (a poll reads absent).
@@ -267,7 +105,8 @@ export class MemoryStore implements Store {
       const timeout = q.confirmTimeout || q.idleTimeout
       const waiter: Waiter = {
         id: req.token,
-        seq: ++s.seq,
+        // A scheduled opening's pre-queue: ahead of every arrival number, in random order among itself.
+        seq: q.shuffle ? q.shuffle - 2 ** 52 : ++s.seq,
         weight: req.weight,
         claimWindow: q.claimWindow,
         deadline: now + timeout,
@@ -275,7 +114,7 @@ export class MemoryStore implements Store {
       }
       s.order = q.order
       s.addWaiter(waiter)
-      return this.settleFor(s, name, req, now, mayAdmit) ?? this.queued(s, waiter, now)
+      return this.settleFor(s, name, req, now, mayAdmit, cap) ?? this.queued(s, waiter, now)
     } finally {
       this.tidy(name, s)
     }
@@ -285,8 +124,9 @@ export class MemoryStore implements Store {
    * Settles the line and, when room is now reserved for the caller, admits it from the line.
    * Wakes the other waiters reserved now.
    */
-  private settleFor(s: Semaphore, name: string, req: AcquireRequest, now: number, mayAdmit: boolean): AcquireResult | undefined {
-    const fresh = s.settle(now, req.limit)
+  private settleFor(s: Slots, name: string, req: AcquireRequest, now: number, mayAdmit: boolean, cap: number): AcquireResult | undefined {
+    // A held line admits nobody new; room reserved before the hold may still be claimed.
+    const fresh = req.queue?.hold ? [] : s.settle(now, cap)
     if (mayAdmit && s.reserved.has(req.token)) {
       s.removeWaiter(req.token)
       this.wake(name, fresh.filter((id) => id !== req.token))
@@ -300,17 +140,31 @@ export class MemoryStore implements Store {
    * `fromLine`: admitted from the line. Only those admissions are recorded for the ETA: they
    * measure how fast the line moves (direct admissions while nobody waits measure arrivals).
    */
-  private admit(s: Semaphore, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
-    const fence = (this.fences.get(name) ?? 0) + 1
+  private admit(s: Slots, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
+    // Seeded from the clock like the Redis store's, so fences keep increasing across a restart.
+    const fence = (this.fences.get(name) ?? Math.floor(now) * 1000) + 1
     this.fences.set(name, fence)
     const expiresAt = now + req.ttl
     s.holders.set(req.token, { expiresAt, weight: req.weight, fence })
     s.used += req.weight
+    if (req.admissionRate) this.rateTake(name, now, req.admissionRate)
     if (fromLine) s.admissions.push(now)
     return { status: 'acquired', fence, expiresAt, now }
   }
 
-  private queued(s: Semaphore, w: Waiter, now: number): AcquireResult {
+  /** Admissions the rate allows now (a GCRA, as the Redis store's: bursts of a second's worth, at least 2). */
+  private rateRoom(name: string, now: number, rate: number): number {
+    const t = 60_000 / rate
+    const tau = t * (Math.max(2, Math.floor(rate / 60)) - 1)
+    const tat = Math.max(this.rates.get(name) ?? 0, now)
+    return Math.max(0, Math.floor((now + tau - tat) / t) + 1)
+  }
+
+  private rateTake(name: string, now: number, rate: number): void {
+    this.rates.set(name, Math.max(this.rates.get(name) ?? 0, now) + 60_000 / rate)
+  }
+
+  private queued(s: Slots, w: Waiter, now: number): AcquireResult {
     return {
       status: 'queued',
       position: s.rank(w.seq) + 1,
@@ -359,6 +213,16 @@ export class MemoryStore implements Store {
     return left
   }
 
+  /**
+   * The fence of `token`'s live slot, or `null`: synchronous, so a caller can check a lease and act
+   * in one step (the lock service's memory storage writes data only while the writer holds the lock).
+   */
+  liveFence(name: string, token: string): number | null {
+    this.assertOpen()
+    const h = this.sems.get(name)?.holders.get(token)
+    return h !== undefined && h.expiresAt > this.now() ? h.fence : null
+  }
+
   async leaseState(name: string, token: string): Promise<LeaseState> {
     this.assertOpen()
     const s = this.sems.get(name)
@@ -374,6 +238,33 @@ export class MemoryStore implements Store {
     s.purgeHolders(now)
     s.purgeWaiters(now)
     const result = { held: s.used, waiting: s.line.length }
+    this.tidy(name, s)
+    return result
+  }
+
+  async report(name: string, instance: string, data: string, ttl: number): Promise<void> {
+    this.assertOpen()
+    let reports = this.reports.get(name)
+    if (!reports) {
+      reports = new Map()
+      this.reports.set(name, reports)
+    }
+    reports.set(instance, { data, expiresAt: this.now() + ttl })
+  }
+
+  async status(name: string): Promise<StoreStatus> {
+    const s = this.sem(name)
+    const now = this.now()
+    s.purgeHolders(now)
+    s.purgeWaiters(now)
+    const instances: StoreStatus['instances'] = []
+    const reports = this.reports.get(name)
+    for (const [id, r] of reports ?? []) {
+      if (r.expiresAt <= now) reports!.delete(id)
+      else instances.push({ id, data: r.data, expiresAt: r.expiresAt })
+    }
+    if (reports?.size === 0) this.reports.delete(name)
+    const result = { held: s.used, waiting: s.line.length, ...s.admissionsIn(now), instances, now }
     this.tidy(name, s)
     return result
   }
@@ -406,22 +297,57 @@ export class MemoryStore implements Store {
     }
   }
 
+  async control(name: string, patch?: Readonly<Record<string, string | null>>): Promise<ControlRecord> {
+    this.assertOpen()
+    let fields = this.controls.get(name) ?? {}
+    if (patch !== undefined) {
+      fields = { ...fields }
+      for (const [field, value] of Object.entries(patch)) {
+        if (value === null) delete fields[field]
+        else fields[field] = value
+      }
+      fields['#v'] = String(Number(fields['#v'] ?? 0) + 1)
+      this.controls.set(name, fields)
+      const watchers = this.controlWatchers.get(name)
+      if (watchers) queueMicrotask(() => watchers.forEach((w) => w()))
+    }
+    const { '#v': version, ...rest } = fields
+    return { fields: rest, version: Number(version ?? 0), now: this.now() }
+  }
+
+  async adapt(name: string, report: AdaptReport): Promise<AdaptAnswer> {
+    this.assertOpen()
+    let board = this.adaptive.get(name)
+    if (!board) this.adaptive.set(name, (board = new AdaptiveBoard()))
+    return board.report(report, this.now())
+  }
+
+  async adaptCommit(name: string, commit: AdaptCommit): Promise<boolean> {
+    this.assertOpen()
+    return this.adaptive.get(name)?.commit(commit) ?? false
+  }
+
+  async watchControl(name: string, listener: () => void): Promise<() => void> {
+    this.assertOpen()
+    let set = this.controlWatchers.get(name)
+    if (!set) this.controlWatchers.set(name, (set = new Set()))
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && this.controlWatchers.get(name) === set) this.controlWatchers.delete(name)
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true
     this.listeners.clear()
+    this.controlWatchers.clear()
     this.sems.clear()
+    this.reports.clear()
   }
 }
 
 /** Creates an in-process store. The default store when none is given. */
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   return new MemoryStore(options)
-}
-
-let shared: MemoryStore | undefined
-
-/** The process-wide memory store used when no `store` option is given. */
-export function defaultStore(): MemoryStore {
-  shared ??= new MemoryStore()
-  return shared
 }

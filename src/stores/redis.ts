@@ -1,11 +1,12 @@
-import type { Cluster, Redis } from 'ioredis'
-import { AirlockError, optionError } from '../core/errors.js'
-import { describe, duration, knownKeys, safeName } from '../core/validate.js'
-import * as lua from './lua.js'
-import type { AcquireRequest, AcquireResult, LeaseState, RefreshResult, Store } from './types.js'
+import { AirlockError, optionError } from '../base/errors.js'
+import { timedStoreCall } from '../base/events.js'
+import { describe, duration, knownKeys, safeName } from '../base/validate.js'
+import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
+import * as scripts from './lua/scripts.js'
+import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
+import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
-/** An ioredis client: a standalone `Redis` or a `Cluster`. */
-export type RedisClient = Redis | Cluster
+export type { RedisClient } from './redis-calls.js'
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster` client. The store never closes it; you do. */
@@ -19,33 +20,38 @@ export interface RedisStoreOptions {
   prefix?: string
 }
 
-/** Script names on the client; versioned so two package versions on one client never clash. */
-const COMMANDS = {
-  acquire: { name: 'airlockAcquireV1', lua: lua.ACQUIRE },
-  refresh: { name: 'airlockRefreshV1', lua: lua.REFRESH },
-  release: { name: 'airlockReleaseV1', lua: lua.RELEASE },
-  leave: { name: 'airlockLeaveV1', lua: lua.LEAVE },
-  leaseState: { name: 'airlockLeaseStateV1', lua: lua.LEASE_STATE },
-  state: { name: 'airlockStateV1', lua: lua.STATE },
-  forceReleaseAll: { name: 'airlockForceReleaseAllV1', lua: lua.FORCE_RELEASE_ALL },
-  acquireMany: { name: 'airlockAcquireManyV1', lua: lua.ACQUIRE_MANY },
-  releaseMany: { name: 'airlockReleaseManyV1', lua: lua.RELEASE_MANY },
-} as const
-
 /** Most decisions sent in one batch call. */
 const MAX_BATCH = 16
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>
-
-const LEASE_STATES: Record<number, LeaseState> = { 1: 'acquired', 2: 'expired', 3: 'released' }
+const LEASE_STATES = new Map<number, LeaseState>(
+  Object.entries(LEASE_CODES).map(([state, code]) => [code, state as LeaseState]),
+)
 
 /**
- * A store on Redis (standalone or Cluster, Redis >= 6.2). Each operation is one Lua script,
- * registered once per client with `defineCommand` (EVALSHA, falling back to EVAL after a
- * `SCRIPT FLUSH`), so every decision is a single round trip that uses the server's clock.
+ * The hash tag of a semaphore's keys, `{<prefix>:<name>}`; for a grouped name `group/member`,
+ * `{<prefix>:<group>}:<member>` (the group's Cluster slot). Its keys are this plus `:<suffix>`.
+ */
+export function keyBase(prefix: string, name: string): string {
+  const slash = name.indexOf('/')
+  return slash < 0 ? `{${prefix}:${name}}` : `{${prefix}:${name.slice(0, slash)}}:${name.slice(slash + 1)}`
+}
+
+/** The brand of Redis stores: registered, so stores made by another copy of the package are recognized. */
+const BRAND = Symbol.for('airlock-shield.store.redis')
+
+/** True for a Redis store, also one made by another copy of this package (its ESM or CJS build). */
+export function isRedisStore(store: unknown): store is RedisStore {
+  return typeof store === 'object' && store !== null && (store as Record<symbol, unknown>)[BRAND] === true
+}
+
+/**
+ * A store on Redis (standalone or Cluster, Redis >= 6.2). Each operation is one Lua script sent
+ * with EVALSHA (EVAL the first time, and after a `SCRIPT FLUSH` or a restart), so every decision is
+ * a single round trip that uses the server's clock.
  */
 export class RedisStore implements Store {
   readonly kind = 'redis'
+  readonly [BRAND] = true
   readonly client: RedisClient
   readonly commandTimeout: number
   readonly prefix: string
@@ -54,8 +60,8 @@ export class RedisStore implements Store {
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
   /** Channels subscribed (or being subscribed) on the subscriber connection. */
   private readonly subscriptions = new Map<string, Promise<void>>()
-  private readonly deadlines: Deadlines
-  private readyWait: Promise<void> | undefined
+  private readonly caller: RedisCaller
+  private readonly leftovers: Leftovers
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
   private readonly releaseBatches = new Map<string, Batch<string, boolean>>()
   private closed = false
@@ -66,61 +72,57 @@ export class RedisStore implements Store {
     }
     knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix'])
     this.client = redisClientOption(options.client)
-    const client = this.client as unknown as Record<string, unknown>
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
-    this.deadlines = new Deadlines(this.commandTimeout)
-    for (const { name, lua: script } of Object.values(COMMANDS)) {
-      if (typeof client[name] !== 'function') {
-        this.client.defineCommand(name, { numberOfKeys: lua.KEY_SUFFIXES.length, lua: script })
-      }
-    }
+    this.caller = new RedisCaller(this.client, this.commandTimeout)
+    this.leftovers = new Leftovers((name, tokens) =>
+      this.run(scripts.ABANDON, name, { channel: this.channel(name) }, tokens),
+    )
   }
 
-  /** All keys of one semaphore, under one hash tag, in the scripts' KEYS order. */
+  /**
+   * All keys of one semaphore, under one hash tag, in the scripts' KEYS order: `{<prefix>:<name>}:h`,
+   * or for a grouped name `group/member`, `{<prefix>:<group>}:<member>:h` (the group's slot).
+   */
   keys(name: string): string[] {
-    const tag = `{${this.prefix}:${name}}`
-    return lua.KEY_SUFFIXES.map((suffix) => `${tag}:${suffix}`)
+    const base = this.base(name)
+    return scripts.ACQUIRE.keys.map((suffix) => `${base}:${suffix}`)
   }
 
   /** The pub/sub channel that wakes waiters of `name`. */
   channel(name: string): string {
-    return `{${this.prefix}:${name}}:wake`
+    return `${this.base(name)}:wake`
   }
 
-  private call(command: keyof typeof COMMANDS, name: string, ...args: (string | number)[]): Promise<unknown> {
-    if (this.closed) return Promise.reject(new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed'))
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[COMMANDS[command].name]!
-    const deadline = Date.now() + this.commandTimeout
-    const send = (): Promise<unknown> => this.deadlines.race(fn.call(this.client, ...this.keys(name), ...args), deadline)
-    const status = this.client.status
-    // The hot path: connected (or lazily connecting on first use), so send at once.
-    if (status === 'ready' || status === 'wait') return send()
-    return this.ready(deadline).then(send)
+  private base(name: string): string {
+    return keyBase(this.prefix, name)
   }
 
   /**
-   * Waits for the client to be connected, so no command is parked in ioredis' offline queue (a
-   * parked acquire would take a slot nobody owns once Redis is back).
+   * Runs one script on `name`'s keys within `commandTimeout`: its named arguments, then `rest` (a
+   * list, for scripts that take one). `giveUp`: the call's tokens are the caller's to forget if it
+   * fails, so whatever the script took anyway (it ran after the budget, or its reply was lost with
+   * the connection) is freed once the call settles (see {@link Leftovers}).
    */
-  private async ready(deadline: number): Promise<void> {
-    const status = this.client.status
-    if (status === 'ready' || status === 'wait') return
-    if (status === 'end' || status === 'close') throw unavailable(`redis connection is ${status}`)
-    // One 'ready' listener per connection attempt, however many calls wait on it.
-    this.readyWait ??= new Promise<void>((resolve) => {
-      this.client.once('ready', () => {
-        this.readyWait = undefined
-        resolve()
-      })
-    })
-    await this.deadlines.race(this.readyWait, deadline, () =>
-      unavailable(`redis not ready within ${this.commandTimeout} ms (status ${this.client.status})`),
+  private run<A extends ArgSpec>(
+    script: scripts.Script<A>,
+    name: string,
+    args: ArgValues<A>,
+    rest: readonly (string | number)[] = [],
+    giveUp?: GiveUp,
+  ): Promise<unknown> {
+    if (this.closed) return Promise.reject(new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed'))
+    const argv = [...this.keys(name), ...packArgs(script.args, args), ...rest]
+    return timedStoreCall('redis', name, script.name, () =>
+      this.caller.call(
+        () => this.caller.eval(script, argv),
+        giveUp && ((sent, answer) => answer.catch(() => this.leftovers.adopt(name, sent, giveUp))),
+      ),
     )
   }
 
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
-    if (!req.queue) {
+    if (!req.queue && !req.admissionRate) {
       const batched = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
       if (batched) return batched
       // null: the line is not empty; the single-decision script handles the line.
@@ -130,68 +132,83 @@ export class RedisStore implements Store {
 
   private async acquireOne(name: string, req: AcquireRequest): Promise<AcquireResult> {
     const q = req.queue
-    const reply = (await this.call(
-      'acquire',
+    const reply = (await this.run(
+      scripts.ACQUIRE,
       name,
-      req.token,
-      req.limit,
-      req.ttl,
-      req.weight,
-      q ? 1 : 0,
-      q?.idleTimeout ?? 0,
-      q?.claimWindow ?? 0,
-      q?.maxLength ?? 0,
-      q?.order === 'random' ? 'r' : 'f',
-      q?.admit === false ? 0 : 1,
-      this.channel(name),
-      q?.confirmTimeout ?? 0,
-      1 + Math.floor(Math.random() * 2147483646),
+      {
+        token: req.token,
+        limit: req.limit,
+        ttl: req.ttl,
+        weight: req.weight,
+        queued: q !== undefined,
+        idle: q?.idleTimeout ?? 0,
+        claim: q?.claimWindow ?? 0,
+        maxLength: q?.maxLength ?? 0,
+        order: q?.order === 'random' ? 'r' : 'f',
+        mayAdmit: q?.admit !== false,
+        channel: this.channel(name),
+        confirm: q?.confirmTimeout ?? 0,
+        seed: 1 + Math.floor(Math.random() * 2147483646),
+        rate: req.admissionRate ?? 0,
+        hold: q?.hold === true,
+        shuffle: q?.shuffle ?? 0,
+      },
+      [],
+      // A slot or a new place in line that nobody will use.
+      req.fresh ? { tokens: [req.token], taken: (r) => (tookSomething(r, 0) ? [req.token] : []) } : undefined,
     )) as number[]
-    switch (reply[0]) {
-      case 1:
-        return { status: 'acquired', fence: reply[1]!, expiresAt: reply[2]!, now: reply[3]! }
-      case 0:
-        return { status: 'busy', now: reply[1]!, nextExpiry: orNull(reply[2]!) }
-      case 2:
+    const r = decodeReply(reply)
+    switch (r.status) {
+      case 'acquired':
+        return { status: 'acquired', fence: r.fence, expiresAt: r.expiresAt, now: r.now }
+      case 'busy':
+        return { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
+      case 'queued':
         return {
           status: 'queued',
-          position: reply[1]!,
-          waiting: reply[2]!,
-          now: reply[3]!,
-          nextExpiry: orNull(reply[4]!),
-          admitted: reply[5]!,
-          windowMs: reply[6]!,
+          position: r.position,
+          waiting: r.waiting,
+          now: r.now,
+          nextExpiry: orNull(r.nextExpiry),
+          admitted: r.admitted,
+          windowMs: r.windowMs,
         }
-      case 3:
-        return { status: 'full', waiting: reply[1]!, now: reply[2]! }
+      case 'full':
+        return { status: 'full', waiting: r.waiting, now: r.now }
+      case 'absent':
+        return { status: 'absent', now: r.now }
       default:
-        return { status: 'absent', now: reply[1]! }
+        throw new Error(`acquire script answered ${r.status}`)
     }
-  }
-
-  async refresh(name: string, token: string, ttl: number): Promise<RefreshResult> {
-    const reply = (await this.call('refresh', name, token, ttl)) as number[]
-    return reply[0] === 1 ? { ok: true, expiresAt: reply[1]!, fence: reply[2]! } : { ok: false }
-  }
-
-  async release(name: string, token: string): Promise<boolean> {
-    return this.batch(this.releaseBatches, name, token, async (tokens) => {
-      if (tokens.length === 1) return [(await this.call('release', name, tokens[0]!, this.channel(name))) === 1]
-      const reply = (await this.call('releaseMany', name, this.channel(name), ...tokens)) as number[]
-      return reply.map((r) => r === 1)
-    })
   }
 
   private async acquireMany(name: string, reqs: AcquireRequest[]): Promise<(AcquireResult | null)[]> {
     if (reqs.length === 1) return [await this.acquireOne(name, reqs[0]!)]
-    const args: (string | number)[] = [reqs.length]
-    for (const r of reqs) args.push(r.token, r.limit, r.ttl, r.weight)
-    const reply = (await this.call('acquireMany', name, ...args)) as number[]
+    const items = reqs.flatMap((r) => packArgs(scripts.ACQUIRE_MANY_ITEM, r))
+    const fresh = reqs.filter((r) => r.fresh).map((r) => r.token)
+    const width = BATCH_REPLY_WIDTH
+    const giveUp: GiveUp | undefined =
+      fresh.length === 0
+        ? undefined
+        : { tokens: fresh, taken: (r) => reqs.flatMap((q, i) => (q.fresh && tookSomething(r, i * width) ? [q.token] : [])) }
+    const reply = (await this.run(scripts.ACQUIRE_MANY, name, { count: reqs.length }, items, giveUp)) as number[]
     return reqs.map((_, i) => {
-      const [status, a, b, c] = reply.slice(i * 4, i * 4 + 4) as [number, number, number, number]
-      if (status === 1) return { status: 'acquired', fence: a, expiresAt: b, now: c }
-      if (status === 0) return { status: 'busy', now: a, nextExpiry: orNull(b) }
+      const r = decodeReply(reply, i * width)
+      if (r.status === 'acquired') return { status: 'acquired', fence: r.fence, expiresAt: r.expiresAt, now: r.now }
+      if (r.status === 'busy') return { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
       return null
+    })
+  }
+
+  async refresh(name: string, token: string, ttl: number): Promise<RefreshResult> {
+    const reply = (await this.run(scripts.REFRESH, name, { token, ttl })) as number[]
+    return reply.length === 2 ? { ok: true, expiresAt: reply[0]!, fence: reply[1]! } : { ok: false }
+  }
+
+  async release(name: string, token: string): Promise<boolean> {
+    return this.batch(this.releaseBatches, name, token, async (tokens) => {
+      const reply = (await this.run(scripts.RELEASE, name, { channel: this.channel(name) }, tokens)) as number[]
+      return reply.map((r) => r === 1)
     })
   }
 
@@ -227,25 +244,82 @@ export class RedisStore implements Store {
   }
 
   async leave(name: string, token: string): Promise<boolean> {
-    return (await this.call('leave', name, token, this.channel(name))) === 1
+    return (await this.run(scripts.LEAVE, name, { token, channel: this.channel(name) })) === 1
   }
 
   async leaseState(name: string, token: string): Promise<LeaseState> {
-    return LEASE_STATES[(await this.call('leaseState', name, token)) as number] ?? 'expired'
+    return LEASE_STATES.get((await this.run(scripts.LEASE_STATE, name, { token })) as number) ?? 'expired'
   }
 
   async state(name: string): Promise<{ held: number; waiting: number }> {
-    const [held, waiting] = (await this.call('state', name)) as [number, number]
+    const [held, waiting] = (await this.run(scripts.STATE, name, {})) as [number, number]
     return { held, waiting }
   }
 
   async forceReleaseAll(name: string): Promise<number> {
-    return (await this.call('forceReleaseAll', name, this.channel(name))) as number
+    return (await this.run(scripts.FORCE_RELEASE_ALL, name, { channel: this.channel(name) })) as number
   }
 
-  async subscribe(name: string, listener: (headToken: string) => void): Promise<() => void> {
+  async report(name: string, instance: string, data: string, ttl: number): Promise<void> {
+    await this.run(scripts.REPORT, name, { instance, data, ttl })
+  }
+
+  async status(name: string): Promise<StoreStatus> {
+    const r = (await this.run(scripts.STATUS, name, {})) as (number | string)[]
+    const instances: StoreStatus['instances'] = []
+    for (let i = 5; i + 2 < r.length; i += 3) {
+      instances.push({ id: String(r[i]), expiresAt: Number(r[i + 1]), data: String(r[i + 2]) })
+    }
+    return { held: Number(r[0]), waiting: Number(r[1]), admitted: Number(r[2]), windowMs: Number(r[3]), now: Number(r[4]), instances }
+  }
+
+  /** Tokens whose given-up calls are still to be cleaned up (for tests and diagnostics). */
+  get pendingCleanups(): number {
+    return this.leftovers.size
+  }
+
+  async control(name: string, patch?: Readonly<Record<string, string | null>>): Promise<ControlRecord> {
+    const pairs = patch === undefined ? [] : Object.entries(patch).flatMap(([field, value]) => [field, value ?? ''])
+    const reply = (await this.run(scripts.CONTROL, name, { channel: this.controlChannel(name) }, pairs)) as (string | number)[]
+    const fields: Record<string, string> = {}
+    let version = 0
+    for (let i = 1; i + 1 < reply.length; i += 2) {
+      if (reply[i] === '#v') version = Number(reply[i + 1])
+      else fields[String(reply[i])] = String(reply[i + 1])
+    }
+    return { fields, version, now: Number(reply[0]) }
+  }
+
+  async adapt(name: string, report: AdaptReport): Promise<AdaptAnswer> {
+    const reply = (await this.run(scripts.ADAPT, name, report, report.buckets.flat())) as (string | number)[]
+    const answer: AdaptAnswer = { limit: Number(reply[0]), state: reply[1] ? String(reply[1]) : null }
+    if (reply.length > 2) {
+      const buckets: [number, number][] = []
+      for (let i = 6; i + 1 < reply.length; i += 2) buckets.push([Number(reply[i]), Number(reply[i + 1])])
+      answer.judge = { turn: Number(reply[2]), samples: Number(reply[3]), failures: Number(reply[4]), refused: Number(reply[5]), buckets }
+    }
+    return answer
+  }
+
+  async adaptCommit(name: string, commit: AdaptCommit): Promise<boolean> {
+    return Number(await this.run(scripts.ADAPT_COMMIT, name, commit)) === 1
+  }
+
+  watchControl(name: string, listener: () => void): Promise<() => void> {
+    return this.listen(this.controlChannel(name), () => listener())
+  }
+
+  /** The pub/sub channel that tells of a new version of `name`'s control record. */
+  controlChannel(name: string): string {
+    return `${this.base(name)}:control`
+  }
+
+  subscribe(name: string, listener: (headToken: string) => void): Promise<() => void> {
+    return this.listen(this.channel(name), listener)
+  }
+
+  private async listen(channel: string, listener: (message: string) => void): Promise<() => void> {
     if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
-    const channel = this.channel(name)
     let set = this.listeners.get(channel)
     if (!set) {
       set = new Set()
@@ -258,7 +332,7 @@ export class RedisStore implements Store {
       // One SUBSCRIBE per channel, shared by every listener; a failed one is tried again next time.
       let pending = this.subscriptions.get(channel)
       if (pending === undefined) {
-        const attempt = this.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout).then(() => {})
+        const attempt = this.caller.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout).then(() => {})
         this.subscriptions.set(channel, attempt)
         attempt.catch(() => {
           if (this.subscriptions.get(channel) === attempt) this.subscriptions.delete(channel)
@@ -299,6 +373,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.leftovers.close()
     this.listeners.clear()
     this.subscriptions.clear()
     const sub = this.subscriber
@@ -317,82 +392,10 @@ function orNull(n: number): number | null {
   return n < 0 ? null : n
 }
 
-function unavailable(message: string, cause?: unknown): AirlockError {
-  return new AirlockError('ERR_AIRLOCK_STORE_UNAVAILABLE', message, { cause })
-}
-
-interface Pending {
-  deadline: number
-  reject: (err: unknown) => void
-  onTimeout: (() => AirlockError) | undefined
-}
-
-/**
- * Enforces the command budget without a timer per call: pending calls sit in a set that one
- * unref'd sweep (every budget/10, at least 10 ms) checks, rejecting with
- * `ERR_AIRLOCK_STORE_UNAVAILABLE` those whose deadline falls before the next sweep (so a call
- * rejects between 0.9x and 1x its budget, never later). A late reply is then ignored. Failures of the command itself
- * become `ERR_AIRLOCK_STORE_UNAVAILABLE` too.
- */
-class Deadlines {
-  private readonly pending = new Set<Pending>()
-  private timer: NodeJS.Timeout | undefined
-  private readonly every: number
-
-  constructor(private readonly budget: number) {
-    this.every = Math.max(10, Math.floor(budget / 10))
-  }
-
-  race<T>(promise: Promise<T>, deadline: number, onTimeout?: () => AirlockError): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const entry = { deadline, reject, onTimeout }
-      this.pending.add(entry)
-      this.timer ??= setInterval(() => this.sweep(), this.every).unref()
-      promise.then(
-        (value) => {
-          this.settle(entry)
-          resolve(value)
-        },
-        (err: unknown) => {
-          this.settle(entry)
-          reject(
-            err instanceof AirlockError
-              ? err
-              : unavailable(`redis command failed: ${(err as Error)?.message ?? String(err)}`, err),
-          )
-        },
-      )
-    })
-  }
-
-  private settle(entry: Pending): void {
-    this.pending.delete(entry)
-  }
-
-  private sweep(): void {
-    // A call is given up on at the last sweep before its deadline, so it never outlives its budget.
-    const now = Date.now() + this.every
-    const due = [...this.pending].filter((entry) => entry.deadline <= now)
-    if (due.length > 0) {
-      // Timers run before the event loop reads sockets: a reply that came while this process was
-      // busy is still unread. Give up only after the next poll for I/O (see src/core/budget.ts).
-      setImmediate(() => {
-        for (const entry of due) {
-          if (!this.pending.delete(entry)) continue // answered meanwhile
-          entry.reject(entry.onTimeout?.() ?? unavailable(`redis did not answer within ${this.budget} ms`))
-        }
-        this.stopWhenIdle()
-      })
-    }
-    this.stopWhenIdle()
-  }
-
-  private stopWhenIdle(): void {
-    if (this.pending.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer)
-      this.timer = undefined
-    }
-  }
+/** A decision reply at `at` that took a slot or a new place in line. */
+function tookSomething(reply: readonly number[], at: number): boolean {
+  const status = decodeReply(reply, at).status
+  return status === 'acquired' || status === 'queued'
 }
 
 /** Checks a `client` option: an ioredis `Redis` or `Cluster` (throws `ERR_AIRLOCK_OPTION` otherwise). */

@@ -52,28 +52,173 @@ export interface Store {
    */
   subscribe(name: string, listener: (headToken: string) => void): Promise<() => void>
 
+  /**
+   * Optional (with {@link Store.status}): records what one instance (a process's gate) reports
+   * about `name` (`data`, opaque text), kept `ttl` ms unless reported again. One round trip; the
+   * keys expire, so instances that stop reporting leave nothing behind.
+   */
+  report?(name: string, instance: string, data: string, ttl: number): Promise<void>
+
+  /**
+   * Optional (with {@link Store.report}): slots, the line, recent admissions from the line, and
+   * the reports of instances still within their ttl, as one decision (one round trip).
+   */
+  status?(name: string): Promise<StoreStatus>
+
+  /**
+   * Optional (with {@link Store.watchControl}): reads `name`'s live control record, or first
+   * applies `patch` to it (a `null` value removes the field) as one atomic step that bumps its
+   * version and tells every watcher. One round trip. Fields and values are opaque text here; the
+   * control API (`airlockControl`) validates them, and readers ignore what they cannot parse.
+   */
+  control?(name: string, patch?: Readonly<Record<string, string | null>>): Promise<ControlRecord>
+
+  /**
+   * Optional (with {@link Store.control}): be told when `name`'s control record changes (best
+   * effort, like {@link Store.subscribe}: readers keep a slow re-read as a safety net). Resolves
+   * once the subscription is active; returns the unsubscribe function.
+   */
+  watchControl?(name: string, listener: () => void): Promise<() => void>
+
+  /**
+   * Optional, with {@link adaptCommit}: the fleet's adaptive limit of `name`, one figure for every
+   * instance, moved by one judge from every instance's measurements. Adds one instance's window
+   * (`report`) to the fleet's pending window and answers the limit (`initial` the first time) and
+   * the estimator's saved state. At most once per `every` ms (the store's clock; see
+   * {@link AdaptReport.every}) the caller is made the judge: the answer then carries the fleet's pending window (which starts afresh) and a
+   * `turn`, and the caller commits the new limit and state with {@link adaptCommit}. One round trip.
+   */
+  adapt?(name: string, report: AdaptReport): Promise<AdaptAnswer>
+
+  /**
+   * Sets the fleet's adaptive limit (clamped to [min, max]) and the estimator's state, if `turn` is
+   * still the latest judge's turn (else does nothing: a later judge went on without this one).
+   * Resolves whether it was set. One round trip.
+   */
+  adaptCommit?(name: string, commit: AdaptCommit): Promise<boolean>
+
   /** Release connections and timers this store opened itself. Idempotent. */
   close(): Promise<void>
 }
 
-/** How a caller waits in line (only for {@link Store.acquire} with `queue`). */
-export interface QueueRequest {
-  /** `'fifo'`: by arrival. `'random'`: a lottery among current waiters. */
+/** How a store applies an adaptive step to a limit: within [min, max], rounding towards the move (small limits still move by one). */
+export function applyFactor(limit: number, factor: number, min: number, max: number): number {
+  const next = factor > 1 ? Math.ceil(limit * factor) : factor < 1 ? Math.floor(limit * factor) : limit
+  return Math.min(max, Math.max(min, next))
+}
+
+/** What {@link Store.adapt} takes: one instance's window, and the limit's bounds. */
+export interface AdaptReport {
+  /** Admitted requests that ended in the window, and those that failed. */
+  samples: number
+  failures: number
+  /** Visitors turned away or queued in the window. */
+  refused: number
+  /** Their times as histogram buckets (see `latencyBucket`): [bucket, count] pairs. */
+  buckets: readonly (readonly [number, number])[]
+  min: number
+  max: number
+  initial: number
+  /** The judging interval (ms): a window is judged once it is this long and holds `minSamples`
+   * samples (or a failure), or once it is `4 x every` long whatever it holds. */
+  every: number
+  minSamples: number
+}
+
+/** When the fleet's pending window is judged (see {@link AdaptReport.every}); the Redis script does the same. */
+export function judgeNow(age: number, samples: number, failures: number, r: Pick<AdaptReport, 'every' | 'minSamples'>): boolean {
+  return age >= 4 * r.every || (age >= r.every && (samples >= r.minSamples || failures > 0))
+}
+
+/** What {@link Store.adapt} answers. */
+export interface AdaptAnswer {
+  /** The fleet's limit now. */
+  limit: number
+  /** The estimator's state as the last judge saved it (text), `null` before the first. */
+  state: string | null
+  /** Set when the caller is to judge: the fleet's window since the last judging. */
+  judge?: { turn: number; samples: number; failures: number; refused: number; buckets: [number, number][] }
+}
+
+/** What {@link Store.adaptCommit} takes. */
+export interface AdaptCommit {
+  turn: number
+  limit: number
+  state: string
+  min: number
+  max: number
+}
+
+/** A control record as the store keeps it: its fields (text), its version, and the store's clock. */
+export interface ControlRecord {
+  fields: Record<string, string>
+  /** 0 while nothing was ever set. */
+  version: number
+  /** The store's clock (ms). */
+  now: number
+}
+
+/** What {@link Store.status} answers. */
+export interface StoreStatus {
+  /** Live slots in weight units. */
+  held: number
+  /** Waiters in line. */
+  waiting: number
+  /** Admissions from the line in the recent window (60 s), and the ms since the oldest (for an ETA). */
+  admitted: number
+  windowMs: number
+  /** Reports of instances within their ttl: their id, what they reported, and when it lapses (store ms). */
+  instances: { id: string; data: string; expiresAt: number }[]
+  /** The store's clock (ms). */
+  now: number
+}
+
+/**
+ * How a line behaves: the settings every API with a line shares. Documented once, here: the
+ * waiting room (`createWaitingRoom`), the gate's `queue` option and the lock service take them as
+ * options (each with its own defaults), and the store receives them with every line request.
+ * Durations in ms.
+ */
+export interface QueueSettings {
+  /**
+   * `'fifo'`: admitted in order of arrival. `'random'`: a lottery: each admission draws uniformly
+   * among those waiting at that moment (arriving early is no advantage).
+   */
   order: 'fifo' | 'random'
-  /** A waiter not seen for this long (ms) loses its place. */
+  /** The line takes at most this many waiters; beyond it a newcomer is refused (`full`). 0: no cap. */
+  maxLength: number
+  /** A waiter not seen (no call for its place) for this long loses its place. */
   idleTimeout: number
-  /** How long (ms) room stays reserved for this waiter once it is its turn. */
+  /**
+   * When room frees, it is reserved for the next waiters in line (as many as fit), each for this
+   * long; newcomers and later waiters cannot take it meanwhile. A waiter that does not come to
+   * claim it in time loses its place.
+   */
   claimWindow: number
   /**
-   * A new place is lost after this long (ms) unless the waiter comes back (calls again), so the
-   * places of clients that never come back (they keep no cookies) go quickly. After the first
-   * sign of life, `idleTimeout` applies. `0` or absent: `idleTimeout` from the start.
+   * A new place is lost after this long unless the waiter comes back; from its first sign of life
+   * `idleTimeout` applies. Clients that never come back (they keep no cookies) then hold a place,
+   * and any room reserved for it, for seconds rather than `idleTimeout`. 0: `idleTimeout` from the
+   * start.
    */
-  confirmTimeout?: number
-  /** The line takes no more than this many waiters; 0 means no cap. */
-  maxLength: number
+  confirmTimeout: number
+}
+
+/** How a caller waits in line (only for {@link Store.acquire} with `queue`). */
+export interface QueueRequest extends Omit<QueueSettings, 'confirmTimeout'>, Partial<Pick<QueueSettings, 'confirmTimeout'>> {
   /** `false`: only a sign of life and a position; never admit, never join (a poll). Default true. */
   admit?: boolean
+  /**
+   * The line is held (before a scheduled opening, or while every newcomer must queue): places are
+   * kept and taken, but nobody is admitted, except a waiter room was reserved for before the hold.
+   */
+  hold?: boolean
+  /**
+   * A new place goes into the pre-queue: ahead of every place taken without it, ordered among the
+   * pre-queue by this key (lowest first). Give each visitor an independent uniform random key in
+   * [1, 2^52) and the pre-queue is admitted in uniformly random order. 0 or absent: arrival order.
+   */
+  shuffle?: number
 }
 
 export interface AcquireRequest {
@@ -87,12 +232,31 @@ export interface AcquireRequest {
   weight: number
   /** Wait in line if not admitted now. */
   queue?: QueueRequest
+  /**
+   * At most this many admissions of `name` per minute, across every caller (a GCRA: evenly
+   * spaced, in bursts of up to a second's worth, at least 2, so that steady demand loses no credit
+   * to arrival jitter). Admissions the rate refuses are
+   * answered as if the room were full (busy, or a place in line). 0 or absent: no cap.
+   */
+  admissionRate?: number
+  /**
+   * The caller forgets `token` if this call fails (it was made for this call, or for a wait that
+   * the failure ends). A store that can give up on a call whose work may still happen afterwards
+   * (a timeout while Redis is paused; a command re-sent after a reconnect; a reply lost with its
+   * connection) must then free whatever the token holds, slot and place in line, as soon as it
+   * can reach its backend again, so a stall never leaves capacity held by a token nobody has.
+   * Stores whose calls cannot outlive their answer (the memory store) ignore it.
+   */
+  fresh?: boolean
 }
 
 export type AcquireResult =
   | {
       status: 'acquired'
-      /** Monotonically increasing per name. */
+      /**
+       * Increases with every acquisition of `name`, also across a store that lost its data (a
+       * counter starts from the store's clock x 1000, so fences are large numbers).
+       */
       fence: number
       /** Store-clock ms. */
       expiresAt: number

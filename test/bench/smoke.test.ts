@@ -3,39 +3,11 @@
  * their env knobs) and must exit 0, print every scenario's row and write its JSON results. This
  * asserts behaviour, never performance: no figure is compared with a target here.
  */
-import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis } from '../helpers/redis.js'
+import { json, row, runBench } from './run.js'
 
 requireRedis()
-
-const results = mkdtempSync(join(tmpdir(), 'airlock-bench-smoke-'))
-afterAll(() => rmSync(results, { recursive: true, force: true }))
-
-/** Runs `bench/<file>` to completion; resolves with its exit code and output. */
-function runBench(file: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', file)], {
-      env: { ...process.env, ...env, BENCH_RESULTS: results },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (out += d))
-    const killer = setTimeout(() => child.kill('SIGKILL'), 80_000)
-    child.on('exit', (code) => {
-      clearTimeout(killer)
-      resolve({ code, out })
-    })
-  })
-}
-
-const json = (name: string) => JSON.parse(readFileSync(join(results, `${name}.json`), 'utf8'))
-/** The Markdown row of `name` in the output (`| name | ...`). */
-const row = (out: string, name: string): string | undefined => out.split('\n').find((l) => l.startsWith(`| ${name} |`))
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
   it('overhead: every scenario, Fastify and Express, with the peers', { timeout: 90_000 }, async () => {
@@ -44,6 +16,8 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
     const names = [
       'fastify bare',
       'fastify + gate, pass holders, memory',
+      'fastify + gate, pass holders, memory, prometheus metrics',
+      'fastify + gate, pass holders, memory, channel subscriber',
       'fastify + gate, pass holders, redis',
       'fastify + gate, request mode, redis',
       'fastify + gate, request mode, redis, auto-pipelining',

@@ -3,20 +3,17 @@
  * downloaded browser) opens the busy page, sees it retry by itself, and reach the app once a slot
  * frees. Also takes a screenshot of the busy page (UPDATE_SCREENSHOTS=1 writes docs/busy-page.png).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { chromium, type Browser } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available && process.env.CI) throw new Error(`CI=true but no Chromium at ${CHROMIUM}: the browser test must run in CI`)
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
 
 async function startSite(retryAfter: number) {
   const store = memoryStore()
@@ -31,13 +28,50 @@ async function startSite(retryAfter: number) {
   return { app, store, url, free: () => store.forceReleaseAll('default') }
 }
 
-describe.skipIf(!available)('busy page in a real browser', () => {
+/** What one load of the busy page showed and when it left, as the page itself recorded it. */
+interface Visit {
+  /** The countdown's number right after load (at DOMContentLoaded: the inline script has run). */
+  shown: number
+  /** Every number the countdown showed, in order, repeats removed. */
+  numbers: number[]
+  /** Milliseconds from DOMContentLoaded to the page leaving for its reload. */
+  stayed: number
+}
+
+/**
+ * Runs in every document before its own scripts (Playwright injects it; the page's CSP does not
+ * apply): records the countdown of each load in sessionStorage, which survives the reloads.
+ */
+const RECORD_VISITS = `(() => {
+  let visit
+  // The clock starts when the parser inserts #s, which is before the page's own script (after it
+  // in the document) reads the time: a page that reloads early cannot hide behind a late start.
+  const seen = new MutationObserver(() => {
+    const s = document.getElementById('s')
+    if (!s || visit) return
+    seen.disconnect()
+    visit = { shown: Number(s.textContent), numbers: [Number(s.textContent)], loadedAt: Date.now() }
+    new MutationObserver(() => {
+      const n = Number(s.textContent)
+      if (visit.numbers.at(-1) !== n) visit.numbers.push(n)
+    }).observe(s, { childList: true, characterData: true, subtree: true })
+  })
+  seen.observe(document, { childList: true, subtree: true })
+  const leave = () => {
+    if (!visit || visit.left) return
+    visit.left = true
+    const all = JSON.parse(sessionStorage.getItem('visits') || '[]')
+    all.push({ shown: visit.shown, numbers: visit.numbers, stayed: Date.now() - visit.loadedAt })
+    sessionStorage.setItem('visits', JSON.stringify(all))
+  }
+  addEventListener('beforeunload', leave)
+  addEventListener('pagehide', leave)
+})()`
+
+describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
   let browser: Browser
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    })
+    browser = await launchChromium()
   }, 60_000)
   afterAll(async () => {
     await browser?.close()
@@ -71,6 +105,35 @@ describe.skipIf(!available)('busy page in a real browser', () => {
       // The visitor now holds a pass.
       const cookies = await context.cookies()
       expect(cookies.find((c) => c.name === 'airlock_pass')?.httpOnly).toBe(true)
+    } finally {
+      await context.close()
+      await site.app.close()
+    }
+  }, 60_000)
+
+  it('counts down the delay it really waits: the number shown at load, one a second, then reloads', async () => {
+    const retryAfter = 2 // jittered to 1..3 s
+    const site = await startSite(retryAfter)
+    const context = await browser.newContext()
+    try {
+      await context.addInitScript(RECORD_VISITS)
+      const page = await context.newPage()
+      expect((await page.goto(site.url))?.status()).toBe(503)
+      let visits: Visit[] = []
+      // Three reloads, so a page that reloads early gets caught whatever its random draw.
+      while (visits.length < 3) {
+        await page.waitForTimeout(500)
+        visits = (await page.evaluate(`JSON.parse(sessionStorage.getItem('visits') || '[]')`)) as Visit[]
+      }
+      for (const v of visits.slice(0, 3)) {
+        expect(v.shown).toBeGreaterThanOrEqual(Math.round(retryAfter * 0.5))
+        expect(v.shown).toBeLessThanOrEqual(Math.round(retryAfter * 1.5))
+        expect(v.numbers).toEqual(Array.from({ length: v.shown }, (_, i) => v.shown - i)) // 3, 2, 1
+        // Never before the countdown ends (the clock started before the page's script ran, so
+        // no margin is needed below); late by at most a generous margin on a loaded machine.
+        expect(v.stayed).toBeGreaterThanOrEqual(v.shown * 1000)
+        expect(v.stayed).toBeLessThan(v.shown * 1000 + 1500)
+      }
     } finally {
       await context.close()
       await site.app.close()

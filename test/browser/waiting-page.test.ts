@@ -4,21 +4,18 @@
  * the first releases, and the second reaches the app without any action. Also without JavaScript
  * (meta refresh), and a screenshot (UPDATE_SCREENSHOTS=1 writes docs/waiting-page.png).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+import type { Browser, BrowserContext } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
-import type { GateQueueOptions } from '../../src/core/line.js'
+import type { GateQueueOptions } from '../../src/gate/line.js'
 import { memoryStore } from '../../src/stores/memory.js'
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available && process.env.CI) throw new Error(`CI=true but no Chromium at ${CHROMIUM}: the browser test must run in CI`)
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
 
 async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
   const app: FastifyInstance = Fastify({ forceCloseConnections: true })
@@ -47,13 +44,10 @@ function visitor(url: string) {
   }
 }
 
-describe.skipIf(!available)('waiting page in a real browser', () => {
+describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
   let browser: Browser
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    })
+    browser = await launchChromium()
   }, 60_000)
   afterAll(async () => {
     await browser?.close()

@@ -40,6 +40,14 @@ describe('airlock (in process)', () => {
     expect((await run(['help', 'exec'])).out).toBe(out)
   })
 
+  it("exec --help's crontab line runs the project's own airlock, never npx (from cron's directory npx fetches another package)", async () => {
+    const { out } = await run(['exec', '--help'])
+    const cron = out.split('\n').filter((line) => /^\s*(\S+\s+){5}\S/.test(line) && line.includes('*'))
+    expect(cron).toHaveLength(1)
+    expect(cron[0]).toMatch(/^\s*\*\/5 \* \* \* \* cd \/srv\/app && AIRLOCK_REDIS_URL=\S+ node_modules\/\.bin\/airlock exec --name report /)
+    expect(out).not.toContain('npx airlock')
+  })
+
   it('serve --help documents every flag and the key variables', async () => {
     const { code, out } = await run(['serve', '--help'])
     expect(code).toBe(0)
@@ -52,7 +60,7 @@ describe('airlock (in process)', () => {
   const cmd = ['--', 'true']
   const redis = ['--redis', 'redis://127.0.0.1:6399']
   it.each([
-    [[], /a command is required: exec or serve/],
+    [[], /a command is required: exec, serve, control, dashboard or proxy/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['--frob'], /unknown flag --frob/],
     [['exec', '--nmae', 'x', ...redis, ...cmd], /unknown flag --nmae/],

@@ -3,6 +3,7 @@
  * clean stop on SIGTERM/SIGINT; and on the memory store, with its warning.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { redisResources } from '../../src/lock-server/resources.js'
 import { freePort, redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { airlock, type Run } from './harness.js'
 
@@ -43,11 +44,14 @@ describe.runIf(redisAvailable)('airlock serve (real process)', () => {
       body: '{"paper":"A4"}',
     })
     expect(put.status).toBe(204)
+    // Reads answer the Small Resource Server's envelope by default (--data-format raw: the JSON itself).
     const read = await fetch(`${url}/resource/printer/tray1?lock=0`, { headers: { 'x-api-key': READ } })
-    expect(await read.json()).toEqual({ paper: 'A4' })
+    expect(await read.json()).toEqual({ resource: 'printer', selector: 'tray1', data: '{"paper":"A4"}' })
     expect((await fetch(`${url}/resource/printer/tray1`, { headers: { 'x-api-key': READ } })).status).toBe(401)
     // --prefix reaches the keys in Redis.
-    expect(await redis.client().hget('{svc:resource:printer}:data', 'tray1')).toBe('{"paper":"A4"}')
+    const [, data] = redisResources({ client: redis.client(), prefix: 'svc' }).keys('printer')
+    expect(data).toMatch(/^\{svc:lock\.[\w-]+\}:data$/)
+    expect(await redis.client().hget(data, 'tray1')).toBe('{"paper":"A4"}')
     run.proc.kill('SIGTERM')
     const done = await run.exited
     expect(done.code).toBe(0)

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createSemaphore, type Semaphore } from '../../src/core/semaphore.js'
-import { isAirlockError } from '../../src/core/errors.js'
+import { isAirlockError } from '../../src/base/errors.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
@@ -15,8 +15,8 @@ const uniq = (label: string) => `${label}-${++n}-${process.pid}`
 function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; close(): Promise<void> }>): void {
   describe(`semaphore on ${label}`, () => {
     const made = useStore(makeStore)
-    const sem = (limit = 1, ttl = 5_000, pollInterval = 5_000): Semaphore =>
-      createSemaphore({ name: uniq(label), limit, ttl, store: made.store, pollInterval })
+    const sem = (limit = 1, ttl = 5_000, retryInterval = 5_000): Semaphore =>
+      createSemaphore({ name: uniq(label), limit, ttl, store: made.store, retryInterval })
 
     it('acquires up to the limit and never waits', async () => {
       const s = sem(2)

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSemaphore, type Semaphore } from '../../src/core/semaphore.js'
 import { throttle } from '../../src/core/throttle.js'
-import { isAirlockError } from '../../src/core/errors.js'
+import { isAirlockError } from '../../src/base/errors.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'

@@ -12,7 +12,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { KEY_SUFFIXES } from '../../src/stores/lua.js'
+import { KEY_SUFFIXES } from '../../src/stores/lua/prelude.js'
 import { createWaitingRoom } from '../../src/core/waiting-room.js'
 import { redisAvailable, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import type { ChildMessage } from './fixtures/room-waiter.js'

@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  assertVisitorId,
-  createWaitingRoom,
-  estimateWait,
-  isAirlockError,
-  memoryStore,
-  newVisitorId,
-  type WaitingRoomOptions,
-} from '../../src/index.js'
+import { assertVisitorId, createWaitingRoom, estimateWait, isAirlockError, memoryStore, newVisitorId, type WaitingRoomOptions } from '../../src/index.js'
 
 const base: WaitingRoomOptions = { name: 'tickets', limit: 2, ttl: 1000 }
 
@@ -30,9 +22,9 @@ describe('createWaitingRoom options', () => {
       idleTimeout: 30_000,
       claimWindow: 10_000,
       confirmTimeout: 0,
-      pollInterval: 1000,
+      retryInterval: 1000,
     })
-    expect(createWaitingRoom({ ...base, idleTimeout: 600, claimWindow: 400 }).pollInterval).toBe(200)
+    expect(createWaitingRoom({ ...base, idleTimeout: 600, claimWindow: 400 }).retryInterval).toBe(200)
   })
 
   it.each([
@@ -43,7 +35,7 @@ describe('createWaitingRoom options', () => {
     ['maxLength', { maxLength: 1.5 }, /^maxLength must be a non-negative integer/],
     ['idleTimeout', { idleTimeout: 0 }, /^idleTimeout must be a positive number/],
     ['claimWindow', { claimWindow: '10s' }, /^claimWindow must be a positive number/],
-    ['pollInterval', { pollInterval: 30_000 }, /^pollInterval must be below idleTimeout \(30000\)/],
+    ['retryInterval', { retryInterval: 30_000 }, /^retryInterval must be below idleTimeout \(30000\)/],
     ['confirmTimeout', { confirmTimeout: -5 }, /^confirmTimeout must be a non-negative integer, got -5/],
     ['confirmTimeout above idleTimeout', { confirmTimeout: 60_000 }, /^confirmTimeout must be at most idleTimeout \(30000\), got 60000/],
     ['store', { store: {} }, /^store must implement the Store interface; missing acquire/],

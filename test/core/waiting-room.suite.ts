@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { createSemaphore } from '../../src/core/semaphore.js'
 import { createWaitingRoom, type EnterResult, type WaitingRoomOptions } from '../../src/core/waiting-room.js'
-import { isAirlockError } from '../../src/core/errors.js'
+import { isAirlockError } from '../../src/base/errors.js'
 import type { Store } from '../../src/stores/types.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -421,7 +421,7 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
       })
 
       it('waits in line and is woken by the release message, not by its slow poll', async () => {
-        const r = realRoom({ pollInterval: 8000, idleTimeout: 30_000, claimWindow: 20_000 })
+        const r = realRoom({ retryInterval: 8000, idleTimeout: 30_000, claimWindow: 20_000 })
         const holder = await admitted(r.enter('holder'))
         let admittedAt = 0
         const job = r.withAdmitted('waiter', () => {
@@ -473,7 +473,7 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
       })
 
       it('abort: rejects promptly with the reason and leaves the line', async () => {
-        const r = realRoom({ pollInterval: 5000, idleTimeout: 30_000, claimWindow: 20_000 })
+        const r = realRoom({ retryInterval: 5000, idleTimeout: 30_000, claimWindow: 20_000 })
         await admitted(r.enter('holder'))
         const ac = new AbortController()
         const job = r.withAdmitted('aborter', () => 'never', { signal: ac.signal })

@@ -45,6 +45,8 @@ export interface PrivateRedis {
   client(options?: RedisOptions): Redis
   /** Stops the server (for outage tests); `start()` brings it back on the same port. */
   kill(signal?: NodeJS.Signals): Promise<void>
+  /** Sends a signal without waiting for an exit (SIGSTOP / SIGCONT freeze and thaw the server). */
+  signal(signal: NodeJS.Signals): void
   start(): Promise<void>
   stop(): Promise<void>
 }
@@ -98,6 +100,9 @@ export async function startRedis(extraArgs: string[] = []): Promise<PrivateRedis
       return c
     },
     kill,
+    signal(signal) {
+      proc?.kill(signal)
+    },
     start: launch,
     async stop() {
       for (const c of clients) c.disconnect()

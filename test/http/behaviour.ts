@@ -9,13 +9,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
-import { createSigner } from '../../src/core/signing.js'
-import { encodePass, PASS_CONTEXT } from '../../src/core/pass.js'
+import { createSigner } from '../../src/base/signing.js'
+import { encodePass, PASS_CONTEXT } from '../../src/gate/pass.js'
 import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, hit, SECRET, startApp, Stats, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, SECRET, startApp, Stats, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 
 async function held(store: Store, name = 'default'): Promise<number> {
@@ -334,12 +334,35 @@ export function behaviour(adapter: AdapterName): void {
       }
       const prefer = await hit(`${app.url}/`, { headers: { accept: 'application/json, text/html;q=0.5' } })
       expect(prefer.headers.get('content-type')).toMatch(/^application\/json/)
+      const refusesHtml = await hit(`${app.url}/`, { headers: { accept: 'text/html;q=0, */*' } })
+      expect([refusesHtml.headers.get('content-type'), JSON.parse(refusesHtml.body)]).toEqual([
+        'application/json; charset=utf-8',
+        { status: 'busy', retryAfter: 7 },
+      ])
       const head = await hit(`${app.url}/`, { method: 'HEAD' })
       expect(head.status).toBe(503)
       expect(head.body).toBe('')
       expect(head.headers.get('retry-after')).toBe('7')
       const post = await hit(`${app.url}/logout`, { method: 'POST', headers: { accept: 'application/json' } })
       expect(post.status).toBe(503)
+    })
+
+    it('answers HEAD with the headers of the GET to the same request (CSP, Content-Length of its body), and no body', async () => {
+      const html = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }
+      const cases: [AppSetup['gate'], Record<string, string>][] = [
+        [{}, html], // the built-in page
+        [{}, { accept: 'application/json' }],
+        [{}, {}], // no Accept: HTML
+        [{ nonce: () => 'abc123' }, html],
+        [{ busyPage: ({ retryAfter }: { retryAfter: number }) => `<p>wait ${retryAfter}s, é</p>` }, html],
+      ]
+      for (const [gate, headers] of cases) {
+        const app = await setupFull(gate)
+        const r = await getAndHead(`${app.url}/`, headers)
+        expect([r.getStatus, r.headStatus, r.headBody]).toEqual([503, 503, ''])
+        expect(r.get['content-length']).toBe(String(r.getLength))
+        expect(r.head).toEqual(r.get)
+      }
     })
 
     it('serves a custom busy page (string or function) and a CSP nonce', async () => {

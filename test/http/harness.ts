@@ -2,14 +2,14 @@
  * One test app per adapter (Fastify 5, Express 4, Express 5), all with the same routes, served over
  * real HTTP on 127.0.0.1. The behaviour suite drives them through `TestApp` only.
  */
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import Fastify from 'fastify'
 import express5 from 'express'
 import express4 from 'express4'
 import { airlockShield } from '../../src/fastify.js'
 import { airlock, type AirlockMiddleware } from '../../src/express.js'
-import type { GateOptions } from '../../src/core/gate.js'
+import type { GateOptions } from '../../src/gate/gate.js'
 
 export type AdapterName = 'fastify' | 'express4' | 'express5'
 export const ADAPTERS: AdapterName[] = ['fastify', 'express4', 'express5']
@@ -267,3 +267,54 @@ export class Browser {
 }
 
 export const SECRET = 'test-secret-that-is-at-least-32-bytes-long'
+
+/** The headers a `HEAD` answer must share with the `GET` answer to the same request. */
+const HEAD_HEADERS = ['content-type', 'content-security-policy', 'retry-after', 'cache-control', 'vary', 'content-length'] as const
+
+/**
+ * A `HEAD` request over a raw socket, read to the end: what is really on the wire, so that a body
+ * sent after the headers would show (fetch hides it).
+ */
+function rawHead(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: string }> {
+  const u = new URL(url)
+  return new Promise((resolve, reject) => {
+    let data = ''
+    const s = connect(Number(u.port), u.hostname, () => {
+      const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`)
+      s.write(`HEAD ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: close\r\n${lines.join('')}\r\n`)
+    })
+    s.setTimeout(15_000, () => s.destroy(new Error('HEAD: no answer within 15 s')))
+    s.on('data', (d) => {
+      data += d.toString('latin1')
+    })
+    s.on('error', reject)
+    s.on('close', () => {
+      const end = data.indexOf('\r\n\r\n')
+      const [statusLine, ...fields] = data.slice(0, end).split('\r\n')
+      const parsed = new Headers()
+      for (const f of fields) parsed.append(f.slice(0, f.indexOf(':')), f.slice(f.indexOf(':') + 1).trim())
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers: parsed, body: data.slice(end + 4) })
+    })
+  })
+}
+
+/**
+ * Sends the same request as `GET` and as `HEAD` and returns the headers that must match (missing
+ * ones as `null`), the `GET` body's byte length, and the `HEAD` answer's status and body as sent.
+ */
+export async function getAndHead(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ get: Record<string, string | null>; head: Record<string, string | null>; getLength: number; getStatus: number; headStatus: number; headBody: string }> {
+  const pick = (h: Headers) => Object.fromEntries(HEAD_HEADERS.map((n) => [n, h.get(n)]))
+  const get = await hit(url, { headers })
+  const head = await rawHead(url, headers)
+  return {
+    get: pick(get.headers),
+    head: pick(head.headers),
+    getLength: Buffer.byteLength(get.body),
+    getStatus: get.status,
+    headStatus: head.status,
+    headBody: head.body,
+  }
+}

@@ -4,17 +4,17 @@
  * random order, the waiting page's poll, and (on Redis) one line shared by two instances.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { isAirlockError } from '../../src/core/errors.js'
-import { createGate } from '../../src/core/gate.js'
-import { createSigner } from '../../src/core/signing.js'
-import { encodeTicket, TICKET_CONTEXT } from '../../src/core/ticket.js'
+import { isAirlockError } from '../../src/base/errors.js'
+import { createGate } from '../../src/gate/gate.js'
+import { createSigner } from '../../src/base/signing.js'
+import { encodeTicket, TICKET_CONTEXT } from '../../src/gate/ticket.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import { waitingPageHashes } from '../../src/pages/waiting.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 const JSON_ACCEPT = { accept: 'application/json' }
 
@@ -84,6 +84,18 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(app.stats.runs).toBe(runs)
       const head = await visitor.get('/', { method: 'HEAD' })
       expect([head.status, head.body]).toEqual([202, ''])
+    })
+
+    it('answers HEAD with the headers of the GET to the same request (CSP, Content-Length of its body), and no body', async () => {
+      const { app } = await full()
+      const visitor = new Browser(app.url)
+      expect((await visitor.get('/')).status).toBe(202) // takes a place: the ticket is in the jar
+      for (const accept of ['text/html,application/xhtml+xml,*/*;q=0.8', 'application/json']) {
+        const r = await getAndHead(`${app.url}/`, { accept, cookie: visitor.cookieHeader() })
+        expect([r.getStatus, r.headStatus, r.headBody]).toEqual([202, 202, ''])
+        expect(r.get['content-length']).toBe(String(r.getLength))
+        expect(r.head).toEqual(r.get)
+      }
     })
 
     it('answers JSON { status, position, eta, waiting } with eta in seconds; re-entering with the ticket keeps the place', async () => {
@@ -305,7 +317,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
         [{ queue: 'yes' }, /queue must be true or an object/],
         [{ queue: { page: '<p>' } }, /queue\.page must be a function/],
         [{ queue: { confirmTimeout: 1000 } }, /queue\.confirmTimeout must be above 1\.25x pollInterval \(2000\)/],
-        [{ queue: { confirmTimeout: 40_000 } }, /queue\.confirmTimeout must be .* at most queue\.idleTimeout \(30000\)/],
+        [{ queue: { confirmTimeout: 40_000 } }, /queue\.confirmTimeout must be at most queue\.idleTimeout \(30000\), got 40000/],
       ]
       for (const [options, message] of bad) {
         let error: unknown

@@ -183,12 +183,17 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         const ta = a.headers.get('x-ticket')!
         expect(ta).toMatch(/^[A-Za-z0-9_-]{22}$/)
 
+        // A new ticket takes its place in line when it is presented (tickets nobody comes back for
+        // never hold up the line).
         const b = await svc.call('GET', path, { key: KEYS.readLock })
         expect(b.status).toBe(202)
-        expect(b.body).toMatchObject({ unavailable: true, position: 1 })
+        expect(b.body).toEqual({ unavailable: true, position: null, waiting: null })
         expect(b.headers.get('retry-after')).toBe('1')
         const tb = b.headers.get('x-ticket')!
         expect(tb).not.toBe(ta)
+        const queued = await svc.call('GET', path, { key: KEYS.readLock, ticket: tb })
+        expect(queued.status).toBe(202)
+        expect(queued.body).toMatchObject({ unavailable: true, position: 1, waiting: 1 })
 
         expect((await svc.call('PUT', path, { ticket: ta, json: { qty: 5, sku: 'A-1' } })).status).toBe(204)
         const conflict = await svc.call('PUT', path, { ticket: tb, json: { qty: 0 } })
@@ -266,8 +271,11 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         const c = await svc.call('GET', path)
         const d = await svc.call('GET', path)
         expect([b.status, c.status, d.status]).toEqual([202, 202, 202])
-        expect((d.body as { position: number }).position).toBe(3)
         const [tb, tc, td] = [b, c, d].map((r) => r.headers.get('x-ticket')!)
+        // Places are taken in the order the tickets are presented.
+        for (const [i, t] of [tb, tc, td].entries()) {
+          expect((await svc.call('GET', path, { ticket: t })).body).toMatchObject({ unavailable: true, position: i + 1 })
+        }
         // B gives up: it held nothing, so the answer is 409 (A holds the lock), and B leaves the line.
         expect((await svc.call('POST', `${path}/unlock`, { ticket: tb })).status).toBe(409)
         expect((await svc.call('GET', path, { ticket: td })).body).toMatchObject({ unavailable: true, position: 2 })
@@ -327,7 +335,7 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         expect((badTicket.body as { message: string }).message).toMatch(/x-ticket must be/)
         const missing = await svc.call('PUT', path, { json: 1 })
         expect(missing.status).toBe(400)
-        expect((missing.body as { message: string }).message).toMatch(/x-ticket header is required/)
+        expect((missing.body as { message: string }).message).toMatch(/x-ticket header is required/i)
         expect((await svc.call('POST', `${path}/unlock`)).status).toBe(400)
         const flag = await svc.call('GET', `${path}?lock=yes`)
         expect(flag.status).toBe(400)
@@ -378,8 +386,9 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         await small.call('POST', '/resource', { json: { name } })
         const path = `/resource/${name}/s`
         expect((await small.call('GET', path)).status).toBe(200)
-        expect((await small.call('GET', path)).status).toBe(202)
-        const full = await small.call('GET', path)
+        const [second, third] = [await small.call('GET', path), await small.call('GET', path)]
+        expect((await small.call('GET', path, { ticket: second.headers.get('x-ticket')! })).status).toBe(202)
+        const full = await small.call('GET', path, { ticket: third.headers.get('x-ticket')! })
         expect(full.status).toBe(503)
         expect(full.body).toMatchObject({ unavailable: true })
       })

@@ -37,8 +37,13 @@ export interface Service {
   close(): Promise<void>
 }
 
+/**
+ * A lock service on a free port. Reads answer the stored JSON itself (`dataFormat: 'raw'`, the blog
+ * post's API the behaviour suites were written for) unless `dataFormat` is given (undefined: the
+ * default, the Small Resource Server's envelope; see srs.ts).
+ */
 export async function startService(options: LockServerOptions): Promise<Service> {
-  const app = createLockServer({ apiKeys: { ...KEYS }, ...options })
+  const app = createLockServer({ apiKeys: { ...KEYS }, dataFormat: 'raw', ...options })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
   const url = `http://127.0.0.1:${port}`

@@ -1,11 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../src/stores/memory.js'
 import { createLockServer } from '../../src/lock-server/server.js'
-import { isAirlockError } from '../../src/core/errors.js'
+import { isAirlockError } from '../../src/base/errors.js'
 import { lockServerBehaviour } from './behaviour.js'
+import { srsExchange } from './srs.js'
 import { KEYS, startService, uniqueName, type Service } from './harness.js'
 
 lockServerBehaviour('memory', async () => {
+  const store = memoryStore()
+  return { store, close: () => store.close() }
+})
+
+srsExchange('memory', async () => {
   const store = memoryStore()
   return { store, close: () => store.close() }
 })

@@ -3,10 +3,12 @@
  * one Redis, a full restart (new client, new store, new service) keeping resources and data, the
  * Redis data model, and an outage answered with 503.
  */
+import { redisResources } from '../../src/lock-server/resources.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { lockServerBehaviour } from './behaviour.js'
+import { srsExchange } from './srs.js'
 import { startService, uniqueName, type Service } from './harness.js'
 
 requireRedis()
@@ -21,6 +23,11 @@ describe.runIf(redisAvailable)('lock service on a private Redis', () => {
   })
 
   lockServerBehaviour('redis', async () => {
+    const store = redisStore({ client: redis.client() })
+    return { store, close: () => store.close() }
+  })
+
+  srsExchange('redis', async () => {
     const store = redisStore({ client: redis.client() })
     return { store, close: () => store.close() }
   })
@@ -82,10 +89,11 @@ describe.runIf(redisAvailable)('lock service on a private Redis', () => {
       expect((await svc.call('GET', `/resource/${name}`)).body).toEqual({ name, timeout: 45 })
       expect((await svc.call('GET', `${path}?lock=0`)).body).toEqual({ survives: 'restart' })
       const probe = redis.client()
-      expect(await probe.hgetall(`{airlock:resource:${name}}:def`)).toEqual({ timeout: '45' })
-      expect(await probe.hget(`{airlock:resource:${name}}:data`, 's')).toBe('{"survives":"restart"}')
-      expect(await probe.ttl(`{airlock:resource:${name}}:def`)).toBe(-1)
-      expect(await probe.ttl(`{airlock:resource:${name}}:data`)).toBe(-1)
+      const [def, data] = redisResources({ client: probe }).keys(name)
+      expect(await probe.hgetall(def)).toEqual({ name, timeout: '45' })
+      expect(await probe.hget(data, 's')).toBe('{"survives":"restart"}')
+      expect(await probe.ttl(def)).toBe(-1)
+      expect(await probe.ttl(data)).toBe(-1)
     } finally {
       await svc.close()
       await store.close()

@@ -2,6 +2,7 @@ import { describe, expect, it, beforeAll, afterAll } from 'vitest'
 import { redisStore } from '../../src/stores/redis.js'
 import { startRedis, requireRedis, redisAvailable, type PrivateRedis } from '../helpers/redis.js'
 import { storeContract } from './contract.js'
+import { until } from '../helpers/wait.js'
 
 requireRedis()
 
@@ -65,11 +66,38 @@ describe.runIf(redisAvailable)('redis store', () => {
       await store.release('s', token)
       return r.fence
     }
-    expect(await take('a')).toBe(1)
+    const [seconds] = await client.time()
+    const first = await take('a')
+    // A new counter starts from the server clock (ms x 1000), not from 1.
+    expect(first).toBeGreaterThanOrEqual(Number(seconds) * 1_000_000)
+    expect(Number.isSafeInteger(first)).toBe(true)
     await client.pexpire('{fence:s}:f', 5_000) // as if most of its 30 days had passed since
-    expect(await take('b')).toBe(2)
+    expect(await take('b')).toBe(first + 1)
     expect(await client.pttl('{fence:s}:f')).toBeGreaterThan(29 * 24 * 3600 * 1000)
     await store.close()
+  })
+
+  it('keeps fences increasing across a restart that lost every key (no persistence)', async () => {
+    const own = await startRedis()
+    const client = own.client({ maxRetriesPerRequest: 20 })
+    const store = redisStore({ client, prefix: 'lost', commandTimeout: 5_000 })
+    try {
+      const fences: number[] = []
+      const take = async () => {
+        const r = await store.acquire('s', { token: `t${fences.length}`, limit: 100, ttl: 60_000, weight: 1 })
+        if (r.status !== 'acquired') throw new Error('expected a slot')
+        fences.push(r.fence)
+      }
+      for (let i = 0; i < 50; i++) await take()
+      await own.kill()
+      await own.start()
+      await until(async () => (await client.dbsize().catch(() => -1)) === 0, 10_000)
+      await take()
+      for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!)
+    } finally {
+      await store.close()
+      await own.stop()
+    }
   })
 
   it('leaves nothing but the fence counter once a semaphore is idle', async () => {

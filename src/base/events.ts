@@ -1,0 +1,102 @@
+/**
+ * What airlock tells the world, on `node:diagnostics_channel`: subscribe with
+ * `diagnostics_channel.subscribe('airlock:decision', (event) => ...)`. Nothing is built or
+ * published while a channel has no subscriber (`hasSubscribers`), so events cost nothing unless
+ * something listens. Payloads are documented in docs/observability.md.
+ */
+import diagnostics from 'node:diagnostics_channel'
+
+/** One gate decision (`airlock:decision`). */
+export interface DecisionEvent {
+  gate: string
+  mode: 'session' | 'request'
+  /** `bypass | pass | admit | busy | queued`. */
+  kind: string
+  /** `admit`: `slot | line | store-unavailable`; `busy`: `full | store-unavailable`. */
+  reason: string | undefined
+  /** From the request's arrival at the gate to its decision, ms; 0 for decisions taken synchronously (cached pass holders, pooled slots, bypasses): not measured. */
+  durationMs: number
+}
+
+/** One store call (`airlock:store`). */
+export interface StoreEvent {
+  /** `'memory'`, `'redis'`. */
+  store: string
+  /** The semaphore or gate name. */
+  name: string
+  /** `acquire`, `release`, `refresh`, ... (on Redis: the script). */
+  operation: string
+  durationMs: number
+  ok: boolean
+  /** The error's code (`ERR_AIRLOCK_STORE_UNAVAILABLE`) or name when not ok. */
+  error: string | undefined
+}
+
+/** A circuit breaker opened or closed (`airlock:breaker`). */
+export interface BreakerEvent {
+  gate: string
+  state: 'open' | 'closed'
+}
+
+/** The waiting room's line, as a gate sees it (`airlock:queue`). */
+export interface QueueEvent {
+  gate: string
+  /** `enter`: a new place; `wait`: a visitor polls its place; `admit`: let in from the line; `full`: refused, the line is full. */
+  event: 'enter' | 'wait' | 'admit' | 'full'
+  /** 1-based place in line (`enter`, `wait`); `null` in random order or when unknown. */
+  position: number | null
+  /** Visitors in line. */
+  waiting: number | null
+}
+
+/**
+ * A gate's live control (`airlock:control`): `set` where `airlockControl().set()` changed it (with
+ * the patch), `applied` on every gate instance that applied a new version (`patch` undefined).
+ * `state` is the whole control in force (see `ControlState`).
+ */
+export interface ControlEvent {
+  gate: string
+  event: 'set' | 'applied'
+  by: string | null
+  version: number
+  patch: Readonly<Record<string, unknown>> | undefined
+  state: Readonly<Record<string, unknown>>
+}
+
+/** The adaptive limit moved (`airlock:limit`), with what it judged. */
+export interface LimitEvent {
+  gate: string
+  limit: number
+  previous: number
+  /** `failures`, `latency` (the gradient), `growth` (demand pressed, latency held). */
+  reason: string
+  /** The no-load latency estimate and the window's median (ms). */
+  baseline: number | null
+  recent: number | null
+}
+
+export const decisionChannel = diagnostics.channel('airlock:decision')
+export const storeChannel = diagnostics.channel('airlock:store')
+export const breakerChannel = diagnostics.channel('airlock:breaker')
+export const queueChannel = diagnostics.channel('airlock:queue')
+export const controlChannel = diagnostics.channel('airlock:control')
+export const limitChannel = diagnostics.channel('airlock:limit')
+
+/** Every channel airlock publishes on, by name. */
+export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit'] as const
+
+/** Times `op` and publishes a store event, only while `airlock:store` has a subscriber. */
+export function timedStoreCall<T>(store: string, name: string, operation: string, op: () => Promise<T>): Promise<T> {
+  if (!storeChannel.hasSubscribers) return op()
+  const t0 = performance.now()
+  const publish = (ok: boolean, err?: unknown): void => {
+    const error = ok ? undefined : String((err as { code?: string })?.code ?? (err as Error)?.name ?? 'Error')
+    storeChannel.publish({ store, name, operation, durationMs: performance.now() - t0, ok, error } satisfies StoreEvent)
+  }
+  const p = op()
+  p.then(
+    () => publish(true),
+    (err: unknown) => publish(false, err),
+  )
+  return p
+}

@@ -1,0 +1,152 @@
+/** Small HTTP helpers for the gate: cookies, content negotiation, paths. No dependencies. */
+
+/**
+ * Most values of one cookie name looked at in a request. A browser sends several when cookies of
+ * the same name exist on several paths or domains (more specific paths first), so a genuine pass
+ * may follow stale or planted ones; each costs at most one HMAC check.
+ */
+export const MAX_COOKIE_VALUES = 32
+
+/**
+ * Values of the cookie `name` in a `Cookie` header, in order (a browser sends several when cookies of
+ * the same name exist on several paths), at most `max`. Surrounding double quotes are removed.
+ */
+export function cookieValues(header: string | string[] | undefined, name: string, max = MAX_COOKIE_VALUES): string[] {
+  const text = Array.isArray(header) ? header.join('; ') : header
+  const found: string[] = []
+  if (!text) return found
+  const key = `${name}=`
+  let from = 0
+  while (found.length < max) {
+    const at = text.indexOf(key, from)
+    if (at < 0) break
+    from = at + key.length
+    if (!startsCookie(text, at)) continue
+    let end = text.indexOf(';', from)
+    if (end < 0) end = text.length
+    let value = text.slice(from, end).trim()
+    if (value.length >= 2 && value.charCodeAt(0) === 34 && value.charCodeAt(value.length - 1) === 34) {
+      value = value.slice(1, -1)
+    }
+    found.push(value)
+    from = end
+  }
+  return found
+}
+
+/** The first value of cookie `name`, or `undefined` (the hot path: no array). */
+export function firstCookie(header: string | string[] | undefined, name: string): string | undefined {
+  if (typeof header !== 'string') return cookieValues(header, name, 1)[0]
+  const key = `${name}=`
+  let at = header.indexOf(key)
+  while (at >= 0 && !startsCookie(header, at)) at = header.indexOf(key, at + 1)
+  if (at < 0) return undefined
+  const from = at + key.length
+  let end = header.indexOf(';', from)
+  if (end < 0) end = header.length
+  let value = header.slice(from, end)
+  if (value.charCodeAt(value.length - 1) === 32 || value.charCodeAt(0) === 32) value = value.trim()
+  if (value.length >= 2 && value.charCodeAt(0) === 34 && value.charCodeAt(value.length - 1) === 34) {
+    value = value.slice(1, -1)
+  }
+  return value
+}
+
+/** True when the cookie name found at `at` starts a cookie (start of header, or after `;` and spaces). */
+function startsCookie(text: string, at: number): boolean {
+  let i = at - 1
+  while (i >= 0 && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i--
+  return i < 0 || text.charCodeAt(i) === 59
+}
+
+export interface CookieAttributes {
+  path: string
+  domain: string | undefined
+  httpOnly: boolean
+  sameSite: 'lax' | 'strict' | 'none'
+}
+
+/** `; Path=/; HttpOnly; SameSite=Lax` etc., without Max-Age and Secure. */
+export function cookieAttributes(a: CookieAttributes): string {
+  let s = `; Path=${a.path}`
+  if (a.domain) s += `; Domain=${a.domain}`
+  if (a.httpOnly) s += '; HttpOnly'
+  s += `; SameSite=${a.sameSite === 'lax' ? 'Lax' : a.sameSite === 'strict' ? 'Strict' : 'None'}`
+  return s
+}
+
+interface MediaRange {
+  type: string
+  subtype: string
+  q: number
+}
+
+function parseAccept(accept: string): MediaRange[] {
+  const ranges: MediaRange[] = []
+  for (const part of accept.split(',', 32)) {
+    const [media, ...params] = part.split(';')
+    const [type, subtype] = (media ?? '').trim().toLowerCase().split('/')
+    if (!type || !subtype) continue
+    let q = 1
+    for (const p of params) {
+      const [k, v] = p.split('=')
+      if (k?.trim().toLowerCase() === 'q') {
+        const n = Number(v?.trim())
+        q = Number.isFinite(n) ? Math.min(1, Math.max(0, n)) : 0
+      }
+    }
+    ranges.push({ type, subtype, q })
+  }
+  return ranges
+}
+
+/** Quality and specificity (2 exact, 1 type/*, 0 star/star) of the best range matching type/subtype. */
+function match(ranges: MediaRange[], type: string, subtype: string): [number, number] {
+  let best: [number, number] = [0, -1]
+  for (const r of ranges) {
+    let spec: number
+    if (r.type === type && (r.subtype === subtype || (subtype === 'json' && r.subtype.endsWith('+json')))) spec = 2
+    else if (r.type === type && r.subtype === '*') spec = 1
+    else if (r.type === '*' && r.subtype === '*') spec = 0
+    else continue
+    if (spec > best[1]) best = [r.q, spec]
+  }
+  return best
+}
+
+/**
+ * True when the client prefers JSON to HTML: `application/json` (or `+json`) with a higher quality
+ * than `text/html`, or as high but named more precisely (`application/json, *\/*`). JSON need not be
+ * named: `text/html;q=0, *\/*` (HTML refused) and `application/*` prefer it too. A missing header,
+ * `*\/*`, and every browser's navigation header get HTML.
+ */
+export function prefersJson(accept: string | string[] | undefined): boolean {
+  const text = Array.isArray(accept) ? accept.join(',') : accept
+  if (!text) return false
+  // Fast path, taken by every browser's navigation header: a bare `text/html` first has quality 1
+  // and the most precise match, which JSON cannot beat.
+  if (text.startsWith('text/html') && (text.length === 9 || text.charCodeAt(9) === 44)) return false
+  const ranges = parseAccept(text)
+  const [qJson, sJson] = match(ranges, 'application', 'json')
+  const [qHtml, sHtml] = match(ranges, 'text', 'html')
+  if (qJson <= 0) return false
+  return qJson > qHtml || (qJson === qHtml && sJson > sHtml)
+}
+
+/**
+ * The answer to a `HEAD` request, from the answer its `GET` would get: the same status, headers and
+ * `Content-Length` (RFC 9110, section 9.3.2). The body stays: Node's `http` never sends a body in
+ * answer to `HEAD`, and Fastify sizes the answer of the `HEAD` route it derives from a `GET` route
+ * by the body it is given (an empty one would say `Content-Length: 0`).
+ */
+export function headAnswer<T extends { headers: Readonly<Record<string, string>>; body: string }>(get: T): T {
+  return { ...get, headers: { ...get.headers, 'content-length': String(Buffer.byteLength(get.body)) } }
+}
+
+/** The path of a request URL (without query string or fragment). */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?')
+  const h = url.indexOf('#')
+  const end = q < 0 ? h : h < 0 ? q : Math.min(q, h)
+  return end < 0 ? url : url.slice(0, end)
+}

@@ -1,0 +1,155 @@
+import { optionError } from './errors.js'
+
+/** Renders a received value for an error message (`got 0`, `got "abc"`). */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value)
+  if (typeof value === 'function') return 'a function'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
+
+/** `name` must be a positive integer (1, 2, …). */
+export function positiveInteger(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    optionError(`${option} must be a positive integer, got ${describe(value)}`)
+  }
+  return value
+}
+
+/** `name` must be a non-negative integer (0, 1, …). */
+export function nonNegativeInteger(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    optionError(`${option} must be a non-negative integer, got ${describe(value)}`)
+  }
+  return value
+}
+
+/**
+ * The longest duration any option may have (ms): 2^31 − 1, about 24.8 days, the longest a timer
+ * can wait. Node fires a longer `setTimeout` after 1 ms (with a `TimeoutOverflowWarning`), which
+ * turns a long wait into a busy loop.
+ */
+export const MAX_DURATION = 2 ** 31 - 1
+
+/** Where a duration's upper bound comes from, for the error message. */
+export interface DurationBound {
+  /** The largest value accepted (ms, or `unit`s). */
+  max: number
+  /** Said after the bound: `(about 24.8 days, the longest a timer can wait)`. */
+  why: string
+}
+
+/** The bound of every duration: what a timer can hold. */
+export const TIMER_BOUND: DurationBound = { max: MAX_DURATION, why: 'about 24.8 days, the longest a timer can wait' }
+
+/**
+ * The bound of an option that is multiplied by `factor` into a longer duration (`pollInterval`,
+ * whose 10× is a waiter's idle timeout): the product must fit {@link MAX_DURATION} too.
+ * `product` names it, e.g. `'10 × pollInterval'`.
+ */
+export function productBound(factor: number, product: string): DurationBound {
+  return {
+    max: Math.floor(MAX_DURATION / factor),
+    why: `${product} must fit ${MAX_DURATION} ms, the longest a timer can wait`,
+  }
+}
+
+function atMost(option: string, value: number, bound: DurationBound, unit = 'ms', orElse = ''): void {
+  if (value > bound.max) optionError(`${option} must be at most ${bound.max} ${unit} (${bound.why})${orElse}, got ${value}`)
+}
+
+/** A duration in milliseconds: a positive integer, at most {@link MAX_DURATION} (or `bound`). */
+export function duration(option: string, value: unknown, bound: DurationBound = TIMER_BOUND): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    optionError(`${option} must be a positive number of milliseconds, got ${describe(value)}`)
+  }
+  atMost(option, value, bound)
+  return value
+}
+
+/** A duration in milliseconds that may be 0 (off): a non-negative integer, at most {@link MAX_DURATION}. */
+export function durationOrZero(option: string, value: unknown): number {
+  atMost(option, nonNegativeInteger(option, value), TIMER_BOUND)
+  return value as number
+}
+
+/** A duration in whole seconds (`retryAfter`): a positive integer, at most {@link MAX_DURATION} in ms. */
+export function seconds(option: string, value: unknown): number {
+  atMost(option, positiveInteger(option, value), { ...TIMER_BOUND, max: Math.floor(MAX_DURATION / 1000) }, 'seconds')
+  return value as number
+}
+
+/** A non-negative duration in milliseconds, at most {@link MAX_DURATION}, or `Infinity` (wait forever). */
+export function waitDuration(option: string, value: unknown): number {
+  if (value === Infinity) return Infinity
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    optionError(`${option} must be a non-negative number of milliseconds or Infinity, got ${describe(value)}`)
+  }
+  atMost(option, value, TIMER_BOUND, 'ms', ' or Infinity to wait forever')
+  return value
+}
+
+/** `true` or `false`. */
+export function boolean(option: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') optionError(`${option} must be true or false, got ${describe(value)}`)
+  return value
+}
+
+/** An `AbortSignal` (from `new AbortController().signal` or `AbortSignal.timeout(ms)`), or undefined. */
+export function abortSignal(option: string, value: unknown): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) {
+    optionError(`${option} must be an AbortSignal (new AbortController().signal), got ${describe(value)}`)
+  }
+  return value
+}
+
+/** A non-empty name made of characters safe in a Redis key and a cookie. */
+export function safeName(option: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(value)) {
+    optionError(
+      `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-', got ${describe(value)}`,
+    )
+  }
+  return value
+}
+
+/**
+ * A semaphore's or waiting room's name: a safe name, or `group/member` (two safe names), which
+ * keeps the member's keys on its group's Redis Cluster slot, beside the group's other members (the
+ * lock service keeps a resource's locks with its data this way).
+ */
+export function semaphoreName(option: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}(\/[A-Za-z0-9._:-]{1,64})?$/.test(value)) {
+    optionError(
+      `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-' ` +
+        `(or group/member, two such names), got ${describe(value)}`,
+    )
+  }
+  return value
+}
+
+/** One of the allowed string values. */
+export function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    optionError(`${option} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}`)
+  }
+  return value as T
+}
+
+/** `options` must be an object with only `allowed` keys (e.g. a method's options). */
+export function optionsObject(what: string, options: unknown, allowed: readonly string[]): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    optionError(`${what} options must be an object, got ${describe(options)}`)
+  }
+  knownKeys(what, options, allowed)
+}
+
+/** Rejects option keys the caller did not mean (typos such as `limt`). */
+export function knownKeys(what: string, options: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      optionError(`${what} has no option '${key}'; known options are ${allowed.join(', ')}`)
+    }
+  }
+}

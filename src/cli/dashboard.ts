@@ -1,0 +1,93 @@
+/**
+ * `airlock dashboard`: the operator's dashboard served alone, for a fleet on Redis (the token from
+ * the environment only: flags show up in `ps`).
+ */
+import { createServer } from 'node:http'
+import { isAirlockError } from '../base/errors.js'
+import { createDashboard } from '../dashboard/server.js'
+import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import type { CliIo } from './exec.js'
+import { CliError, EXIT, UsageError } from './exit.js'
+import { connectRedis } from './redis.js'
+
+const TOKEN_ENV = 'AIRLOCK_DASHBOARD_TOKEN'
+const FLAGS: FlagSpec[] = [
+  { name: 'redis', value: 'URL', help: 'Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)' },
+  { name: 'name', value: 'NAMES', help: "gate names to show, comma-separated (default 'default')" },
+  { name: 'port', value: 'N', help: 'port to listen on (default 9090)' },
+  { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
+  { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" },
+  { name: 'read-only', help: 'show the gates without the live controls' },
+  { name: 'help', short: 'h', help: 'show this help' },
+]
+
+export const DASHBOARD_HELP = `Usage: airlock dashboard --redis URL [--name NAMES] [--port 9090] [--host 127.0.0.1]
+
+Serves the operator's dashboard for gates on Redis: slots held against the limit, the line,
+admitted and busy per second, ETA, store latency, breakers, instances, the last 15 minutes as
+charts, and the live controls (limit, mode, admission rate, opening time).
+
+The token comes from the environment only: ${TOKEN_ENV} (at least 16 characters). Open
+http://HOST:PORT/?token=TOKEN once (it becomes an HttpOnly cookie), or send Authorization: Bearer TOKEN.
+
+Options:
+${flagHelp(FLAGS)}
+
+Exit status: 0 stopped by SIGINT/SIGTERM; 64 bad flag; 69 Redis unreachable or ioredis not
+installed; 78 no or too short token; 1 cannot listen.
+
+Example:
+  ${TOKEN_ENV}=$(openssl rand -hex 24) npx airlock dashboard --redis redis://127.0.0.1:6379 --name shop,api
+`
+
+/** Runs `airlock dashboard` until SIGINT or SIGTERM; resolves the exit status. */
+export async function dashboardCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { flags } = parseFlags(argv, FLAGS, false)
+  if (flags.has('help')) {
+    io.out(DASHBOARD_HELP)
+    return EXIT.OK
+  }
+  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
+  if (url === undefined) throw new UsageError('--redis is required (or set AIRLOCK_REDIS_URL)')
+  redisUrlFlag('redis', url)
+  const names = (flags.get('name') ?? 'default').split(',').map((n) => nameFlag('name', n.trim()))
+  const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 9090
+  const host = flags.get('host') ?? '127.0.0.1'
+  const token = io.env[TOKEN_ENV]
+  if (token === undefined || token.length < 16) {
+    throw new CliError(EXIT.CONFIG, `${token === undefined ? 'no' : 'a too short'} dashboard token: set ${TOKEN_ENV} (16+ characters), e.g. ${TOKEN_ENV}=$(openssl rand -hex 24)`)
+  }
+  const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  try {
+    let dashboard
+    try {
+      dashboard = createDashboard({ token, store: redis.store, names, controls: !flags.has('read-only'), logger: { info: (_o, m) => m && io.err(`${m}\n`), warn: (_o, m) => m && io.err(`${m}\n`) } })
+    } catch (err) {
+      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
+      throw err
+    }
+    const server = createServer((req, res) => dashboard.handle(req, res))
+    const stopped = new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve())
+      process.once('SIGTERM', () => resolve())
+    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => resolve())
+      })
+    } catch (err) {
+      dashboard.close()
+      throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
+    }
+    const address = server.address() as { port: number }
+    io.out(`airlock dashboard on http://${host}:${address.port}/ for ${names.join(', ')} (redis ${redactUrl(url)}); open it with ?token=<${TOKEN_ENV}>\n`)
+    await stopped
+    dashboard.close()
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    return EXIT.OK
+  } finally {
+    await redis.close()
+  }
+}

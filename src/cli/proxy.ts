@@ -1,0 +1,137 @@
+/**
+ * `airlock proxy`: the shield in front of any website, in one command (src/proxy.ts).
+ */
+import { readFileSync } from 'node:fs'
+import { isAirlockError } from '../base/errors.js'
+import type { ProxyOptions } from '../proxy/proxy.js'
+import { durationFlag, flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import type { CliIo } from './exec.js'
+import { CliError, EXIT, UsageError } from './exit.js'
+import { connectRedis } from './redis.js'
+
+const FLAGS: FlagSpec[] = [
+  { name: 'target', value: 'URL', help: 'the origin to shield: http://127.0.0.1:8080 (required, here or in --config)' },
+  { name: 'port', value: 'N', help: 'port to listen on (default 3000)' },
+  { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
+  { name: 'redis', value: 'URL', help: 'Redis for slots shared by several proxies (default $AIRLOCK_REDIS_URL; else in memory)' },
+  { name: 'prefix', value: 'PREFIX', help: 'Redis key prefix (default airlock)' },
+  { name: 'config', value: 'FILE', help: 'a JSON file of gate and proxy options (flags win)' },
+  { name: 'name', value: 'NAME', help: "the gate's name (default 'default')" },
+  { name: 'limit', value: 'N', help: 'visitors (session mode) or requests (request mode) at once (default 100)' },
+  { name: 'adaptive', value: 'MIN:MAX', help: 'learn the limit between MIN and MAX instead (e.g. 5:500)' },
+  { name: 'mode', value: 'MODE', help: 'session (visitors, a pass cookie; default) or request (requests in flight)' },
+  { name: 'queue', help: 'a fair waiting room instead of the busy page' },
+  { name: 'pass-ttl', value: 'DURATION', help: "a pass's life after the visitor's last request (default 60s)" },
+  { name: 'bypass', value: 'PATHS', help: 'comma-separated path prefixes never gated (/static,/health)' },
+  { name: 'trust-proxy', help: 'trust X-Forwarded-* from the client (only behind a proxy you run)' },
+  { name: 'metrics', value: 'PATH', help: 'serve Prometheus metrics at PATH (needs prom-client)' },
+  { name: 'dashboard', value: 'PATH', help: 'serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)' },
+  { name: 'no-gate', help: 'forward without the gate (to compare)' },
+  { name: 'help', short: 'h', help: 'show this help' },
+]
+
+export const PROXY_HELP = `Usage: airlock proxy --target URL [--port 3000] [--limit N] [--redis URL] [options]
+
+Shields any website (PHP, Rails, Django, static): visitors go through the gate, then to the origin.
+Methods, paths, queries, headers, bodies (streamed) and WebSocket upgrades are forwarded; the origin
+gets X-Forwarded-For/-Proto/-Host. The pass secret comes from $AIRLOCK_SECRET (32+ bytes; needed to
+share passes between several proxies or across restarts).
+
+Options:
+${flagHelp(FLAGS)}
+
+Exit status: 0 stopped by SIGINT/SIGTERM (open requests finish first); 64 bad flag or config;
+69 Redis unreachable or a dependency missing; 78 bad environment; 1 cannot listen.
+
+Example:
+  php -S 127.0.0.1:8080 &
+  npx airlock proxy --target http://127.0.0.1:8080 --limit 20
+`
+
+/** Runs `airlock proxy` until SIGINT or SIGTERM; resolves the exit status. */
+export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { flags } = parseFlags(argv, FLAGS, false)
+  if (flags.has('help')) {
+    io.out(PROXY_HELP)
+    return EXIT.OK
+  }
+  const options: Partial<ProxyOptions> & Record<string, unknown> = flags.has('config') ? readConfig(flags.get('config')!) : {}
+  const set = (key: string, value: unknown): void => {
+    if (value !== undefined) options[key] = value
+  }
+  set('target', flags.get('target'))
+  set('name', flags.has('name') ? nameFlag('name', flags.get('name')!) : undefined)
+  set('limit', flags.has('limit') ? integerFlag('limit', flags.get('limit')!) : undefined)
+  if (flags.has('adaptive')) {
+    const m = /^(\d+):(\d+)$/.exec(flags.get('adaptive')!)
+    if (!m) throw new UsageError(`--adaptive must be MIN:MAX (5:500), got '${flags.get('adaptive')}'`)
+    set('limit', { min: Number(m[1]), max: Number(m[2]) })
+  }
+  if (flags.has('mode') && !['session', 'request'].includes(flags.get('mode')!)) throw new UsageError(`--mode must be session or request, got '${flags.get('mode')}'`)
+  set('mode', flags.get('mode'))
+  set('queue', flags.has('queue') ? true : undefined)
+  set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1 }) : undefined)
+  set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
+  set('trustProxy', flags.has('trust-proxy') ? true : undefined)
+  set('metricsPath', flags.get('metrics'))
+  set('gated', flags.has('no-gate') ? false : undefined)
+  if (flags.has('dashboard')) {
+    const token = io.env.AIRLOCK_DASHBOARD_TOKEN
+    if (!token || token.length < 16) throw new CliError(EXIT.CONFIG, '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)')
+    set('dashboard', { token, path: flags.get('dashboard') })
+  }
+  if (io.env.AIRLOCK_SECRET) set('secret', io.env.AIRLOCK_SECRET)
+  if (options.target === undefined) throw new UsageError('--target is required (the origin: --target http://127.0.0.1:8080)')
+  const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 3000
+  const host = flags.get('host') ?? '127.0.0.1'
+  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
+  if (url !== undefined) redisUrlFlag('redis', url)
+  const redis = url === undefined ? undefined : await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  try {
+    const { createProxy } = await import('../proxy/proxy.js')
+    let app
+    try {
+      app = await createProxy({ ...(options as ProxyOptions), store: redis?.store, logger: { warn: (_o: object, m?: string) => m && io.err(`${m}\n`) } })
+    } catch (err) {
+      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
+      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
+      throw err
+    }
+    const stopped = new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve())
+      process.once('SIGTERM', () => resolve())
+    })
+    try {
+      await app.listen({ port, host })
+    } catch (err) {
+      await app.close()
+      throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
+    }
+    const address = app.server.address() as { port: number }
+    io.out(`airlock proxy on http://${host}:${address.port}/ -> ${options.target} (${redis ? `redis ${redactUrl(url!)}` : 'memory'})\n`)
+    await stopped
+    await app.close() // stops accepting, lets open requests finish
+    return EXIT.OK
+  } finally {
+    await redis?.close()
+  }
+}
+
+/** The config file: a JSON object of options (checked by createProxy, with the file named). */
+function readConfig(file: string): Record<string, unknown> {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new UsageError(`--config: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new UsageError(`--config: ${file} is not JSON: ${(err as Error).message}`)
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--config: ${file} must hold a JSON object of options`)
+  if ('store' in value) throw new UsageError(`--config: ${file}: store cannot be set in a file; use --redis`)
+  return value as Record<string, unknown>
+}

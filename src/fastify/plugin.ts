@@ -1,0 +1,332 @@
+/**
+ * The Fastify 5 plugin (entry `airlock-shield/fastify`, src/fastify.ts). It only translates the gate's decisions into
+ * replies (`onRequest`), and in request mode releases the slot once the work is over.
+ */
+import fp from 'fastify-plugin'
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RouteOptions,
+} from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import { createGate, type Gate } from '../gate/gate.js'
+import { createDashboard, type DashboardOptions } from '../dashboard/server.js'
+import { controlFor, cookieList, NO_CONTROL } from '../gate/control.js'
+import { GATE_OPTION_KEYS, type AirlockControl, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
+import { optionError } from '../base/errors.js'
+import { describe } from '../base/validate.js'
+
+/** Options of the Fastify plugin: the gate's options, plus `global`. */
+export interface AirlockShieldOptions extends GateOptions<FastifyRequest> {
+  /**
+   * `true` (default): every route is gated, except those with `config: { airlock: false }` (or
+   * their own gate). `false`: only routes that ask for this gate (`config: { airlock: true }`, or
+   * its name) are gated.
+   */
+  global?: boolean
+}
+
+/** A route's own gate: its own `name` (its own slots), overriding the plugin's options. */
+export type AirlockRouteGateOptions = GateOptions<FastifyRequest> & { name: string }
+
+/**
+ * `config.airlock` of a route: `false` opts out of every gate; `true` asks for every registered
+ * gate (also those with `global: false`); a string asks for the registered gate of that name; an
+ * object gives the route its own gate.
+ */
+export type AirlockRouteConfig = boolean | string | AirlockRouteGateOptions
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    airlock?: AirlockRouteConfig
+  }
+  interface FastifyReply {
+    /** This request's gate decision, and `release()` to end a pass or a request slot early. */
+    readonly airlock: AirlockControl
+  }
+  interface FastifyInstance {
+    /** The gate of the first registration (route-level gates are separate). */
+    readonly airlockGate: Gate<FastifyRequest>
+    /** Every registered gate, by name. */
+    readonly airlockGates: ReadonlyMap<string, Gate<FastifyRequest>>
+  }
+}
+
+/** Per-instance registry, on the root instance: the registered gates and their reply slots. */
+const kRegistry = Symbol('airlock.registry')
+const ABORTED = 1
+const SENT = 2
+
+/** Where one gate keeps its decision on a reply (its own symbols, so stacked gates never collide). */
+interface Slots {
+  gate: symbol
+  decision: symbol
+  flags: symbol
+}
+type Hooked = FastifyReply & Record<symbol, unknown>
+
+interface Registry {
+  gates: Map<string, Gate<FastifyRequest>>
+  /** Most recent last: `reply.airlock` is the last gate's decision on the reply. */
+  slots: Slots[]
+}
+
+function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
+  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', request }
+}
+
+function controlOf(reply: Hooked, registry: Registry): AirlockControl {
+  for (let i = registry.slots.length - 1; i >= 0; i--) {
+    const s = registry.slots[i]!
+    const gate = reply[s.gate] as Gate<FastifyRequest> | null
+    const decision = reply[s.decision] as GateDecision | null
+    if (gate === null || decision === null) continue
+    const jar = {
+      get: () => (reply.sent || reply.raw.headersSent ? undefined : cookieList(reply.getHeader('set-cookie'))),
+      set: (cookies: string[]) => {
+        reply.removeHeader('set-cookie')
+        for (const c of cookies) reply.header('set-cookie', c)
+      },
+    }
+    return controlFor(gate, decision, jar, reply.request.protocol === 'https')
+  }
+  return NO_CONTROL
+}
+
+function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
+  const slotOf = (reply: Hooked): { release(failed?: boolean): Promise<boolean> } | undefined => {
+    const d = reply[s.decision] as GateDecision | null
+    return d !== null && d.kind === 'admit' ? d.slot : undefined
+  }
+
+  /** Request mode: after a client abort, onResponse never comes; release when the work is over. */
+  const watchAbort = (request: FastifyRequest, reply: Hooked, slot: { release(): Promise<boolean> }): void => {
+    const res = reply.raw
+    const onClose = (): void => {
+      if (res.writableFinished) return
+      reply[s.flags] = (reply[s.flags] as number) | ABORTED
+      if ((reply[s.flags] as number) & SENT) void slot.release()
+    }
+    if (res.destroyed || request.raw.destroyed) onClose()
+    else res.once('close', onClose)
+  }
+
+  const apply = (request: FastifyRequest, reply: Hooked, d: GateDecision, done: HookHandlerDoneFunction): void => {
+    if (d.kind !== 'bypass') {
+      reply[s.gate] = gate
+      reply[s.decision] = d
+    }
+    if (d.setCookie !== undefined) reply.header('set-cookie', d.setCookie)
+    if (d.kind === 'admit' && d.headers !== undefined) reply.headers(d.headers)
+    if (d.response !== undefined) {
+      reply.code(d.response.status).headers(d.response.headers).send(d.response.body)
+      return
+    }
+    if (d.kind === 'admit' && d.slot !== undefined) watchAbort(request, reply, d.slot)
+    done()
+  }
+
+  const run = (d: GateDecision | Promise<GateDecision>, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    if (d instanceof Promise) d.then((decision) => apply(request, reply as Hooked, decision, done), done)
+    else apply(request, reply as Hooked, d, done)
+  }
+
+  function onRequest(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    run(gate.decide(viewOf(request)), request, reply, done)
+  }
+  /** For requests this gate sees but does not decide: confirms the visitor's pass. */
+  function onConfirm(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    run(gate.confirm(viewOf(request)), request, reply, done)
+  }
+  if (gate.mode === 'session') {
+    if (!gate.adaptive) return { onRequest, onConfirm }
+    // The adaptive limit learns from the response time of admitted requests (passes and newcomers).
+    function onMeasure(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      const d = (reply as Hooked)[s.decision] as GateDecision | null
+      if (d !== null && (d.kind === 'pass' || d.kind === 'admit')) gate.measure(reply.elapsedTime, reply.statusCode >= 500)
+      done()
+    }
+    return { onRequest, onConfirm, onMeasure }
+  }
+
+  // Request mode: release once, on the first of onResponse, or (after an abort) onSend / onError.
+  function onResponse(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    void slotOf(reply as Hooked)?.release(reply.statusCode >= 500)
+    done()
+  }
+  function onSend(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
+    const r = reply as Hooked
+    r[s.flags] = (r[s.flags] as number) | SENT
+    if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
+    done(null, payload)
+  }
+  function onError(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, _error: Error, done: () => void): void {
+    const r = reply as Hooked
+    if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
+    done()
+  }
+  return { onRequest, onConfirm, onResponse, onSend, onError }
+}
+
+type HookList = RouteOptions['onRequest']
+
+function prepend<T>(existing: T | T[] | undefined, hook: T): T[] {
+  const list = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
+  return [hook, ...list]
+}
+
+function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void {
+  route.onRequest = prepend(route.onRequest, hooks.onRequest) as HookList
+  if ('onMeasure' in hooks) route.onResponse = prepend(route.onResponse, hooks.onMeasure) as RouteOptions['onResponse']
+  if ('onResponse' in hooks) {
+    route.onResponse = prepend(route.onResponse, hooks.onResponse) as RouteOptions['onResponse']
+    route.onSend = prepend(route.onSend, hooks.onSend) as RouteOptions['onSend']
+    route.onError = prepend(route.onError, hooks.onError) as RouteOptions['onError']
+  }
+}
+
+/** Reply slots for one more gate (its own symbols), registered on the instance. */
+function newSlots(fastify: FastifyInstance, registry: Registry, name: string): Slots {
+  const slots: Slots = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`) }
+  registry.slots.push(slots)
+  fastify.decorateReply(slots.gate, null)
+  fastify.decorateReply(slots.decision, null)
+  fastify.decorateReply(slots.flags, 0)
+  return slots
+}
+
+/** The registry of the root instance (every registration, wherever it happens, shares it). */
+function registryOf(fastify: FastifyInstance): Registry {
+  const holder = fastify as unknown as Record<symbol, Registry | undefined>
+  if (holder[kRegistry]) return holder[kRegistry]
+  const registry: Registry = { gates: new Map(), slots: [] }
+  fastify.decorate(kRegistry, { getter: () => registry })
+  fastify.decorate('airlockGates', { getter: () => registry.gates })
+  fastify.decorate('airlockGate', { getter: () => registry.gates.values().next().value as Gate<FastifyRequest> })
+  fastify.decorateReply('airlock', {
+    getter(this: FastifyReply) {
+      return controlOf(this as Hooked, registry)
+    },
+  })
+  return registry
+}
+
+function checkRouteGate(cfg: unknown, where: string): AirlockRouteGateOptions {
+  if (cfg === null || typeof cfg !== 'object') {
+    optionError(`${where} must be false, true, a gate's name or gate options such as { name: 'checkout', limit: 5 }, got ${describe(cfg)}`)
+  }
+  const routeOptions = cfg as AirlockRouteGateOptions
+  if (typeof routeOptions.name !== 'string') {
+    optionError(`${where} needs a name (a route-level gate has its own slots), e.g. { name: 'checkout', limit: 5 }`)
+  }
+  for (const key of Object.keys(routeOptions)) {
+    if (!GATE_OPTION_KEYS.includes(key)) {
+      optionError(`${where} has no option '${key}'; known options are ${GATE_OPTION_KEYS.join(', ')}`)
+    }
+  }
+  return routeOptions
+}
+
+const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options) => {
+  if (options === null || typeof options !== 'object') {
+    optionError(`airlockShield options must be an object, got ${describe(options)}`)
+  }
+  // Fastify's own register() options are not ours.
+  const { global = true, prefix: _p, logLevel: _l, ...gateOptions } = options as AirlockShieldOptions & {
+    prefix?: unknown
+    logLevel?: unknown
+  }
+  if (typeof global !== 'boolean') optionError(`global must be a boolean, got ${describe(global)}`)
+  const gate = createGate<FastifyRequest>({ logger: fastify.log, ...gateOptions })
+  const registry = registryOf(fastify)
+  if (registry.gates.has(gate.name)) {
+    optionError(
+      `airlockShield is already registered with a gate named '${gate.name}': give this registration its own name ` +
+        `(name: 'api'), or give routes their own gate with config: { airlock: { name: 'checkout', limit: 5 } }`,
+    )
+  }
+  registry.gates.set(gate.name, gate)
+  const slots = newSlots(fastify, registry, gate.name)
+  const gates: Gate<FastifyRequest>[] = [gate]
+  const hooks = makeHooks(gate, slots)
+  // Serve only once every gate has read its live control (a closed site stays closed across a restart).
+  fastify.addHook('onReady', async () => {
+    await Promise.all(gates.map((g) => g.ready))
+  })
+  // One gate per route config object: Fastify's derived HEAD route shares its GET route's config.
+  const routeHooks = new WeakMap<object, ReturnType<typeof makeHooks>>()
+
+  // A route this gate does not decide still confirms the visitor's pass (session mode): a reader
+  // whose page only fetches ungated assets keeps its slot.
+  const confirmHook = (route: RouteOptions): void => {
+    if (gate.mode === 'session') route.onRequest = prepend(route.onRequest, hooks.onConfirm) as HookList
+  }
+  fastify.addHook('onRoute', (route) => {
+    const cfg = (route.config as { airlock?: unknown } | undefined)?.airlock
+    if (cfg !== false && (cfg === undefined ? global : cfg === true || cfg === gate.name)) {
+      attach(route, hooks)
+      return
+    }
+    confirmHook(route)
+    if (cfg === false) return
+    // A route-level gate: one per config object (the HEAD route Fastify derives from a GET route
+    // shares it), made by the first registration.
+    if (cfg === undefined || cfg === true || typeof cfg === 'string') return
+    let own = routeHooks.get(cfg as object)
+    if (own === undefined) {
+      if (registry.slots[0] !== slots) return
+      const child = gate.child(checkRouteGate(cfg, `config.airlock of ${route.method} ${route.url}`))
+      gates.push(child)
+      own = makeHooks(child, newSlots(fastify, registry, child.name))
+      routeHooks.set(cfg as object, own)
+    }
+    attach(route, own)
+  })
+
+  // 404s too (the favicon a browser asks for by itself): an app-level hook, a cheap check for the rest.
+  if (gate.mode === 'session') {
+    fastify.addHook('onRequest', function confirm404(request, reply, done) {
+      if (!request.is404) return done()
+      hooks.onConfirm(request, reply, done)
+    })
+  }
+
+  fastify.addHook('onClose', async () => {
+    await Promise.all(gates.map((g) => g.close()))
+  })
+}
+
+/**
+ * The Fastify plugin: `await app.register(airlockShield, { limit: 20, store, secret })`.
+ * Gates every route (see `global`); a route opts out with `config: { airlock: false }` or gets its
+ * own gate with `config: { airlock: { name, limit } }`. Register it again with another `name` for
+ * a second gate (`global: false` and `config: { airlock: 'api' }` to pick its routes).
+ */
+export const airlockShield = fp(plugin, { name: 'airlock-shield', fastify: '5.x' })
+
+/**
+ * The operator's dashboard as a Fastify plugin (docs/dashboard.md):
+ * `app.register(airlockDashboard, { prefix: '/airlock', token, store, names: ['shop'] })`. Its routes
+ * opt out of every gate (`config: { airlock: false }`), so the operator is never turned away.
+ */
+export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fastify, options) => {
+  const { prefix: _p, logLevel: _l, ...rest } = options as DashboardOptions & { prefix?: unknown; logLevel?: unknown }
+  const dashboard = createDashboard({ logger: fastify.log, ...rest })
+  fastify.addHook('onClose', async () => dashboard.close())
+  // The dashboard reads its own bodies (4 KB of JSON at most).
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('*', (_request, _payload, done) => done(null))
+  const handler = (request: FastifyRequest, reply: FastifyReply): void => {
+    reply.hijack()
+    const raw = request.raw as IncomingMessage & { originalUrl?: string }
+    raw.originalUrl = request.url
+    raw.url = request.url.slice(fastify.prefix.length) || '/'
+    dashboard.handle(raw, reply.raw)
+  }
+  for (const url of ['/', '/*']) fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, handler })
+}
+
+export default airlockShield

@@ -1,0 +1,42 @@
+/**
+ * What a decision holds and how it is released, for the adapters: both build `reply.airlock`
+ * (Fastify) and `res.locals.airlock` (Express) here, so the branching lives in one place.
+ */
+import { holdsPass, type Gate } from './gate.js'
+import type { AirlockControl, GateDecision } from './types.js'
+
+/** For a request the gate did not decide (a route without a gate): nothing to release. */
+export const NO_CONTROL: AirlockControl = Object.freeze({ decision: undefined, release: async () => false })
+
+/** The response side of a release: its current `Set-Cookie` values, and how to replace them. */
+export interface CookieJar {
+  /** `undefined` once the headers are sent (then the browser keeps the cookie until it expires). */
+  get(): string[] | undefined
+  set(cookies: string[]): void
+}
+
+/**
+ * The route's view of a decision. `release()` ends what it holds: a request-mode slot now, or a
+ * visitor's pass (its slot is freed and, while the headers are not sent, the response clears the
+ * cookie, replacing any pass cookie set earlier in this response). Never rejects.
+ */
+export function controlFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean): AirlockControl {
+  return {
+    decision,
+    release() {
+      if (holdsPass(decision)) {
+        const current = jar.get()
+        if (current !== undefined) {
+          const prefix = `${gate.cookieName}=`
+          jar.set([...current.filter((c) => !c.startsWith(prefix)), gate.clearCookie(secure)])
+        }
+      }
+      return gate.release(decision)
+    },
+  }
+}
+
+/** A `Set-Cookie` header value as a list. */
+export function cookieList(header: string | number | string[] | undefined): string[] {
+  return Array.isArray(header) ? header : header === undefined ? [] : [String(header)]
+}

@@ -1,0 +1,496 @@
+/**
+ * The gate's decision flows, framework-free: from a plain {@link RequestView} it decides whether a
+ * request may reach the site. Options are resolved in options.ts, store calls guarded in guard.ts,
+ * answers built in src/pages/answers.ts; the Fastify plugin and the Express middleware translate.
+ */
+import { newVisitorId, type EnterResult } from '../core/waiting-room.js'
+import { createSemaphore, type Lease, type Semaphore, type SemaphoreState } from '../core/semaphore.js'
+import { firstCookie, pathOf, prefersJson } from '../base/http.js'
+import { BusyAnswers, CONFIRMED, type GateResponse } from '../pages/answers.js'
+import { StoreGuard } from './guard.js'
+import { gateStatus, GateStats, Reporter } from './stats.js'
+import { breakerChannel, decisionChannel, queueChannel, type DecisionEvent, type QueueEvent } from '../base/events.js'
+import { GateLine } from './line.js'
+import { childOptions, resolveGateOptions, warnRandomSecret, type GateSettings } from './options.js'
+import { EffectiveLimit, type LimitSource } from './limit.js'
+import { Adaptor, ADAPTIVE_WINDOW_MS, measureFrom } from './adaptive.js'
+import { Steering, type Newcomers } from './steering.js'
+import type { ControlState } from '../core/control.js'
+import { liveGates } from './registry.js'
+import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, guardedCall, holdsPass, OPEN_ADMIT, releaseLate, releaseLateEntry } from './decisions.js'
+import { Passes } from './passes.js'
+import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
+import type {
+  AdmitDecision,
+  BusyDecision,
+  BypassDecision,
+  GateDecision,
+  GateLogger,
+  GateOptions,
+  GateStatus,
+  RequestView,
+} from './types.js'
+
+export type * from './types.js'
+export { GATE_OPTION_KEYS } from './types.js'
+export { CONFIRM_QUERY, holdsPass } from './decisions.js'
+export { openGates } from './registry.js'
+
+
+
+/**
+ * A framework-free gate. Create with {@link createGate}; route-level gates with {@link Gate.child}.
+ * Its secrets are private (not even `util.inspect` shows them).
+ */
+export class Gate<Req = unknown> {
+  readonly name: string
+  readonly mode: 'session' | 'request'
+  readonly passTtl: number
+  readonly provisionalTtl: number
+  readonly recheckInterval: number
+  /** Request mode: how long a slot may live if its handler never ends. */
+  readonly ttl: number
+  /** Request mode: how long a finished request's slot waits for the next one (0: no reuse). */
+  readonly reuseWindow: number
+  readonly retryAfter: number
+  readonly onStoreError: 'open' | 'closed'
+  readonly storeTimeout: number
+  readonly cookieName: string
+  readonly store: GateSettings<Req>['store']
+  readonly logger: GateLogger
+  /** True when the secret is the random per-process one. */
+  readonly randomSecret: boolean
+
+  readonly #options: GateOptions<Req>
+  readonly #s: GateSettings<Req>
+  readonly #passes: Passes
+  readonly #ref: WeakRef<Gate<never>>
+  readonly #limit: EffectiveLimit
+  readonly #steer: Steering
+  readonly #adaptor: Adaptor | undefined
+  private readonly sem: Semaphore
+  /** The waiting room, with the `queue` option. */
+  private readonly line: GateLine | undefined
+  /** Request mode's reusable slots (`reuseWindow` > 0). */
+  private readonly pool: SlotPool | undefined
+  private readonly guard: StoreGuard
+  private readonly stats: GateStats
+  private readonly reporter: Reporter
+  private readonly answers: BusyAnswers
+  /** User functions that threw (logged once each). */
+  private readonly warnedOptions = new Set<string>()
+
+  constructor(options: GateOptions<Req> = {}) {
+    const s = resolveGateOptions(options)
+    this.#options = options
+    this.#s = s
+    this.name = s.name
+    const limit = (this.#limit = new EffectiveLimit(s.limit))
+    const liveLimit = (): number => limit.value
+    const steer = (this.#steer = new Steering(s.name, s.store, s.logger, limit, s.control ? 5_000 : 0))
+    const admissionRate = (): number | null => steer.rate
+    this.mode = s.mode
+    this.passTtl = s.passTtl
+    this.provisionalTtl = s.provisionalTtl
+    this.recheckInterval = s.recheckInterval
+    this.ttl = s.ttl
+    this.reuseWindow = s.reuseWindow
+    this.retryAfter = s.retryAfter
+    this.onStoreError = s.onStoreError
+    this.storeTimeout = s.storeTimeout
+    this.cookieName = s.cookie.name
+    this.store = s.store
+    this.logger = s.logger
+    this.randomSecret = s.randomSecret
+    this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.mode === 'session' ? s.provisionalTtl : s.ttl, store: s.store })
+    const stats = (this.stats = new GateStats(s.mode, liveLimit))
+    this.guard = new StoreGuard({
+      name: s.name,
+      budgetName: 'storeTimeout',
+      logger: s.logger,
+      policy: s.onStoreError,
+      probe: () => s.store.state(s.name),
+      probeTimeout: s.storeTimeout,
+      onCall: (ms, ok) => stats.storeCall(ms, ok),
+      onBreaker: (open) => {
+        stats.breaker = open ? 'open' : 'closed'
+        if (breakerChannel.hasSubscribers) breakerChannel.publish({ gate: s.name, state: stats.breaker })
+      },
+    })
+    this.#passes = new Passes(
+      {
+        gate: s.name,
+        passTtl: s.passTtl,
+        provisionalTtl: s.provisionalTtl,
+        recheckInterval: s.recheckInterval,
+        cacheSize: s.cacheSize,
+        cookie: s.cookie,
+        call: (op, deadline) => this.guard.call(op, deadline, s.storeTimeout),
+      },
+      s.secrets,
+      this.sem,
+    )
+    const pageError = (option: string) => (err: unknown) =>
+      this.logger.warn({ err, gate: this.name }, `airlock-shield: ${option} threw; sending the built-in page`)
+    this.answers = new BusyAnswers(s.retryAfter, s.busyPage, pageError('busyPage'))
+    this.line =
+      s.queue === undefined
+        ? undefined
+        : new GateLine(s.name, s.queue, {
+            limit: liveLimit,
+            admissionRate,
+            ttl: s.provisionalTtl,
+            store: s.store,
+            secrets: s.secrets,
+            ticketCookieName: s.ticketCookieName,
+            onPageError: pageError('queue.page'),
+          })
+    this.pool =
+      s.mode === 'request' && s.reuseWindow > 0
+        ? new SlotPool(this.sem, {
+            window: s.reuseWindow,
+            confirmEvery: Math.min(1000, s.ttl / 4),
+            onError: (err, op) => this.guard.logFailure(err, op),
+            generation: () => limit.generation,
+          })
+        : undefined
+    limit.onChange((now, previous) => {
+      if (now < previous) this.pool?.retire()
+    })
+    this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval)
+    this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, (err) => this.guard.logFailure(err, 'adaptive limit'))
+    if (s.control) this.ready = steer.start()
+    this.#ref = new WeakRef(this as unknown as Gate<never>)
+    liveGates.add(this.#ref)
+    warnRandomSecret(s)
+  }
+
+  /** The limit in force now: the configured one, unless a live control or the adaptive limit changed it. */
+  get limit(): number {
+    return this.#limit.value
+  }
+
+  /** Where {@link limit} comes from now. */
+  get limitSource(): LimitSource {
+    return this.#limit.source
+  }
+
+  /** The live control this instance applies (see `airlockControl`); `version` 0 when never set. */
+  get control(): ControlState {
+    return this.#steer.state
+  }
+
+  /**
+   * Settles once the gate has read its live control from the store (at once when `control` is
+   * off). Until then it decides on its own options; a failed read is retried in the background.
+   */
+  readonly ready: Promise<void> = Promise.resolve()
+
+  /**
+   * A gate for some routes (its own `name`, so its own slots and cookie) that inherits this gate's
+   * other options: store, secret, logger, pages, ... (Fastify's route-level `config.airlock`).
+   */
+  child(options: GateOptions<Req> & { name: string }): Gate<Req> {
+    return new Gate<Req>(childOptions(this.#options, options, this.logger, this.randomSecret ? undefined : this.#s.secrets))
+  }
+
+  /**
+   * Decides one request. Synchronous for pass holders found in the cache (no store call, no crypto);
+   * a promise otherwise. Never rejects: store trouble is handled by `onStoreError`.
+   */
+  decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    const d = this.decideNow(view)
+    if (!(d instanceof Promise)) return this.decided(d, -1) // synchronous: no clock read on the hot path
+    const t0 = decisionChannel.hasSubscribers ? performance.now() : -1
+    return d.then((decision) => this.decided(decision, t0))
+  }
+
+  /**
+   * One admitted request ended after `ms` (`failed`: 5xx, thrown, timed out): what the adaptive
+   * limit learns from. The adapters call it in session mode; request mode measures at the slot's
+   * release. A no-op without `limit: { min, max }`.
+   */
+  measure(ms: number, failed: boolean): void {
+    this.#adaptor?.measured(ms, failed)
+  }
+
+  /** True with an adaptive limit (`limit: { min, max }`): the adapters then report response times. */
+  get adaptive(): boolean {
+    return this.#adaptor !== undefined
+  }
+
+  /** Counts a decision, and publishes it while `airlock:decision` has a subscriber (`t0` < 0: taken synchronously). */
+  private decided<D extends GateDecision>(d: D, t0: number): D {
+    this.stats.count(d)
+    if (this.#adaptor && (d.kind === 'queued' || (d.kind === 'busy' && d.reason === 'full'))) this.#adaptor.refused()
+    if (decisionChannel.hasSubscribers) {
+      const reason = d.kind === 'admit' || d.kind === 'busy' ? d.reason : undefined
+      const event: DecisionEvent = { gate: this.name, mode: this.mode, kind: d.kind, reason, durationMs: t0 < 0 ? 0 : performance.now() - t0 }
+      decisionChannel.publish(event)
+    }
+    return d
+  }
+
+  private decideNow(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    const s = this.#s
+    if (s.confirm && view.url.endsWith(CONFIRM_QUERY)) return this.confirmRequest(view)
+    if (s.bypass !== undefined && s.bypass.matches(pathOf(view.url))) return this.confirm(view)
+    if (s.skip !== undefined && this.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
+    if (this.#steer.passthrough) return BYPASS
+    if (s.mode === 'request') return this.decideRequest(view)
+    const value = firstCookie(view.headers.cookie, s.cookie.name)
+    if (value !== undefined) {
+      const cached = this.#passes.cached(value, Date.now())
+      if (cached !== undefined) return cached
+    }
+    return this.decideSession(view, value !== undefined)
+  }
+
+  /**
+   * A request this gate sees but does not gate (a bypassed path, `skip`, a route opted out, a 404):
+   * never refused, but a pass it carries is confirmed (a provisional pass becomes a full one) or
+   * slid when due, so a visitor whose page only fetches ungated assets keeps its slot. Synchronous
+   * unless a pass needs its store call; then the store's trouble only means no new cookie.
+   */
+  confirm(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
+    if (this.mode === 'request') return BYPASS
+    const value = firstCookie(view.headers.cookie, this.cookieName)
+    if (value === undefined) return BYPASS
+    const cached = this.#passes.cached(value, Date.now())
+    if (cached !== undefined) return bypassWith(cached.setCookie)
+    return this.confirmPass(view)
+  }
+
+  /**
+   * Ends what `decision` holds: a request-mode slot, or (session mode) the visitor's pass and its
+   * slot. Send {@link clearCookie} with the response to forget the pass in the browser.
+   * `true` when a live slot was freed. Never rejects.
+   */
+  async release(decision: GateDecision): Promise<boolean> {
+    if (decision.kind === 'admit' && decision.slot) return decision.slot.release()
+    if (!holdsPass(decision)) return false
+    const token = decision.token
+    this.#passes.forget(token)
+    try {
+      return await this.sem.lease(token).release()
+    } catch (err) {
+      this.guard.logFailure(err, 'release')
+      return false
+    }
+  }
+
+  /** A `Set-Cookie` value that removes the pass cookie. */
+  clearCookie(secure: boolean): string {
+    return this.#passes.clearCookie(secure)
+  }
+
+  /** Live slots of this gate in its store. */
+  state(): Promise<SemaphoreState> {
+    return this.sem.getState()
+  }
+
+  /**
+   * The gate's state across every instance: slots held and the line in the store, admissions in
+   * the last minute, the wait a newcomer would see, and each instance that reported recently with
+   * its own counters (this one first, with its latest figures). One store call.
+   */
+  async status(): Promise<GateStatus> {
+    const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats)
+    return { ...status, limitSource: this.#limit.source, control: this.#steer.state, adaptive: this.#adaptor?.state ?? null }
+  }
+
+  /** This instance's circuit breaker: `'open'` while it answers without calling the store. */
+  get breaker(): 'open' | 'closed' {
+    return this.stats.breaker
+  }
+
+  /** Stops timers and forgets cached passes. Does not close the store (you own it). Idempotent. */
+  async close(): Promise<void> {
+    liveGates.delete(this.#ref)
+    this.reporter.close()
+    this.#steer.close()
+    this.#adaptor?.close()
+    this.guard.close()
+    this.#passes.clear()
+    await this.pool?.close()
+  }
+
+  // --- session mode -------------------------------------------------------------------------
+
+  private async decideSession(view: RequestView<Req>, hasCookie: boolean): Promise<GateDecision> {
+    const deadline = Date.now() + this.storeTimeout
+    if (hasCookie) {
+      const outcome = await this.#passes.check(view.headers.cookie, view.secure, deadline)
+      if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error) : outcome
+    }
+    const newcomers = this.#steer.newcomers(Date.now())
+    if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers)
+    return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline) : this.busy(view, 'closed')
+  }
+
+  private async confirmPass(view: RequestView<Req>): Promise<BypassDecision> {
+    const outcome = await this.#passes.check(view.headers.cookie, view.secure, Date.now() + this.storeTimeout, true)
+    return typeof outcome === 'object' && !('error' in outcome) ? bypassWith(outcome.setCookie) : BYPASS
+  }
+
+  /** The gate's own confirm request (`?__airlock=confirm`): `204`, with the confirmed pass. */
+  private confirmRequest(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
+    const answer = (d: BypassDecision): BypassDecision => ({ kind: 'bypass', setCookie: d.setCookie, response: CONFIRMED })
+    const d = this.confirm(view)
+    return d instanceof Promise ? d.then(answer) : answer(d)
+  }
+
+  /** A visitor without a valid pass: a provisional slot and pass if one is free, else busy. */
+  private async admitVisitor(view: RequestView<Req>, deadline: number): Promise<GateDecision> {
+    const t0 = Date.now()
+    let lease: Lease | null
+    try {
+      lease = await this.call(() => this.sem.acquire(), deadline, releaseLate)
+    } catch (err) {
+      return this.storeFailed(view, err)
+    }
+    if (lease === null) return this.busy(view, 'full')
+    return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
+  }
+
+  /**
+   * Admitted to the slot `token` with a new provisional pass. A browser's page (a GET that prefers
+   * HTML) also gets the `Link` to the confirm request, so the pass is confirmed even if the page
+   * makes no other request.
+   */
+  private admitWithPass(
+    view: RequestView<Req>,
+    token: string,
+    reason: 'slot' | 'line',
+    issuedAt: number,
+    response: GateResponse | undefined,
+  ): AdmitDecision {
+    const page = response === undefined && this.#s.confirm && view.method === 'GET' && !prefersJson(view.headers.accept)
+    return {
+      kind: 'admit',
+      reason,
+      token,
+      setCookie: this.#passes.issue(token, issuedAt, view.secure),
+      headers: page ? CONFIRM_LINK : undefined,
+      response,
+      slot: undefined,
+    }
+  }
+
+  /**
+   * With a `queue`: enters the line under the ticket's visitor id (or a new one). Admitted (the
+   * line was empty and a slot free, or the visitor's turn came): a provisional pass bound to a slot
+   * whose token is the visitor id. Queued: `202` and, for a new visitor, the ticket cookie.
+   */
+  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers): Promise<GateDecision> {
+    const t0 = Date.now()
+    const ticketId = line.readTicket(view.headers.cookie, t0)
+    const fresh = ticketId === undefined
+    // Closed: nobody new in line; those in it keep their places (held) for the reopening.
+    if (newcomers.kind === 'closed' && fresh) return this.busy(view, 'closed')
+    const visitorId = ticketId ?? newVisitorId()
+    const hold = newcomers.kind !== 'normal'
+    const opening = newcomers.kind === 'hold' ? newcomers.opening : null
+    let result: EnterResult
+    try {
+      // A new visitor admitted after the budget ran out never learns it: free that slot again.
+      const enter = { fresh, hold, shuffle: opening !== null }
+      result = await this.call(() => line.room.enter(visitorId, enter), deadline, fresh ? releaseLateEntry : undefined)
+    } catch (err) {
+      return this.storeFailed(view, err)
+    }
+    if (result.status === 'full') {
+      this.queueEvent('full', null, result.waiting)
+      return this.busy(view, 'full')
+    }
+    const poll = view.headers['x-airlock-poll'] !== undefined
+    if (result.status === 'queued') {
+      const place = line.place(result, opening)
+      this.queueEvent(ticketId === undefined ? 'enter' : 'wait', place.position, place.waiting)
+      const ticket = `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.#passes.secureTail(this.#s.cookie.tail, view.secure)}`
+      return {
+        kind: 'queued',
+        ...place,
+        setCookie: ticketId === undefined ? ticket : undefined,
+        response: line.answers.queued(place, this.answerRequest(view), poll),
+      }
+    }
+    // The ticket stays: it names the visitor in this gate's line, and a place only exists in the store.
+    if (ticketId !== undefined) this.queueEvent('admit', null, null)
+    const response = poll ? line.answers.admitted() : undefined
+    return this.admitWithPass(view, visitorId, ticketId === undefined ? 'slot' : 'line', t0, response)
+  }
+
+  // --- request mode -------------------------------------------------------------------------
+
+  /** Request mode: a slot from the pool (synchronous), else one from the store. */
+  private decideRequest(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    const now = Date.now()
+    if (this.#steer.newcomers(now).kind !== 'normal') return this.busy(view, 'closed')
+    // With an admission rate every request counts: no slot reuse.
+    const pooled = this.#steer.rate === null ? this.pool?.take(now) : undefined
+    return pooled !== undefined ? this.admitRequest(pooled) : this.acquireRequest(view)
+  }
+
+  private async acquireRequest(view: RequestView<Req>): Promise<GateDecision> {
+    const sentAt = Date.now()
+    let lease: Lease | null
+    try {
+      lease = await this.call(() => this.sem.acquire(), sentAt + this.storeTimeout, releaseLate)
+    } catch (err) {
+      return this.storeFailed(view, err)
+    }
+    if (lease === null) return this.busy(view, 'full')
+    return this.admitRequest(this.pool?.slot(lease, sentAt) ?? pooledSlot(lease, sentAt))
+  }
+
+  private admitRequest(slot: PooledSlot): AdmitDecision {
+    const token = slot.lease.token
+    const measured = this.#adaptor && measureFrom(this.#adaptor, performance.now())
+    return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: requestSlot(slot, this.pool, (err) => this.guard.logFailure(err, 'release'), measured) }
+  }
+
+  // --- answers, store trouble ---------------------------------------------------------------
+
+  private busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
+    return { kind: 'busy', reason, setCookie: undefined, response: this.answers.busy(this.answerRequest(view)) }
+  }
+
+  private answerRequest(view: RequestView<Req>) {
+    const nonce = this.#s.nonce
+    return {
+      method: view.method,
+      accept: view.headers.accept,
+      request: view.request,
+      nonce: () => (nonce === undefined ? undefined : this.userCall('nonce', nonce, view.request)),
+    }
+  }
+
+  /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */
+  private userCall<T>(option: 'skip' | 'nonce', fn: (request: Req) => T, request: Req): T | undefined {
+    return guardedCall(option, fn, request, this.warnedOptions, this.logger, this.name)
+  }
+
+  private queueEvent(event: QueueEvent['event'], position: number | null, waiting: number | null): void {
+    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.name, event, position, waiting } satisfies QueueEvent)
+  }
+
+  /** One store call within what is left of the decision's budget (see {@link StoreGuard}). */
+  private call<T>(op: () => Promise<T>, deadline: number, onLate?: (value: T) => void): Promise<T> {
+    return this.guard.call(op, deadline, this.storeTimeout, onLate)
+  }
+
+  private storeFailed(view: RequestView<Req>, err: unknown): GateDecision {
+    const open = this.#s.onStoreError === 'open'
+    this.guard.logFailure(err, open ? 'failing open' : 'failing closed')
+    return open ? OPEN_ADMIT : this.busy(view, 'store-unavailable')
+  }
+}
+
+/**
+ * Creates a gate. Validates every option now: throws `ERR_AIRLOCK_OPTION` with a sentence naming
+ * the option and the fix.
+ */
+export function createGate<Req = unknown>(options?: GateOptions<Req>): Gate<Req> {
+  return new Gate<Req>(options)
+}

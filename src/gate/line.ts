@@ -1,0 +1,129 @@
+import type { QueueSettings, Store } from '../stores/types.js'
+import { QUEUE_KEYS, queueSettings } from '../core/queue.js'
+import { createWaitingRoom, type Queued, type WaitingRoom } from '../core/waiting-room.js'
+import { optionError } from '../base/errors.js'
+import { cookieValues } from '../base/http.js'
+import { createSigner, type Signer } from '../base/signing.js'
+import { describe, duration, knownKeys } from '../base/validate.js'
+import { LineAnswers, type LinePlace } from '../pages/answers.js'
+import type { WaitingPage } from '../pages/waiting.js'
+import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
+import type { Opening } from './steering.js'
+
+export type { LinePlace } from '../pages/answers.js'
+
+/**
+ * The gate's `queue` option: a fair waiting room in front of the site. Durations in ms. The line
+ * settings ({@link QueueSettings}) default to: `order` `'fifo'`, `maxLength` 100,000 (beyond it
+ * newcomers get the busy answer), `idleTimeout` 30,000 (a visitor whose page stopped polling),
+ * `claimWindow` 10,000, `confirmTimeout` 3 x pollInterval, at least 5,000, at most idleTimeout.
+ */
+export interface GateQueueOptions extends Partial<QueueSettings> {
+  /**
+   * How often the waiting page polls while visible (jittered 0.75x..1.25x), and the `Retry-After`
+   * of a queued answer. Default 2,000. Must leave room for a poll within `claimWindow` and `idleTimeout`.
+   */
+  pollInterval?: number
+  /** A custom waiting page (a function of the place in line returning HTML). */
+  page?: WaitingPage
+}
+
+
+
+/** The waiting-room part of a gate: the line in the store, tickets, and the queued answers. */
+export class GateLine {
+  readonly room: WaitingRoom
+  readonly order: 'fifo' | 'random'
+  readonly pollInterval: number
+  /** Hidden tabs poll only this often: enough to keep the place and to claim a reserved slot. */
+  readonly keepAliveInterval: number
+  readonly ticketCookieName: string
+  /** The `202` answers and the admitted poll's answer. */
+  readonly answers: LineAnswers
+  private readonly signer: Signer
+
+  constructor(
+    readonly gate: string,
+    queue: true | GateQueueOptions,
+    settings: {
+      limit: number | (() => number)
+      admissionRate: () => number | null
+      ttl: number
+      store: Store
+      secrets: readonly string[]
+      ticketCookieName: string
+      onPageError: (err: unknown) => void
+    },
+  ) {
+    const q: GateQueueOptions = queue === true ? {} : queue
+    knownKeys('queue', q, [...QUEUE_KEYS, 'pollInterval', 'page'])
+    // The page's poll: a third of the claim window, at most 2 s, unless given.
+    const pollFor = (claimWindow: number): number =>
+      duration('queue.pollInterval', q.pollInterval ?? Math.min(2_000, Math.floor(claimWindow / 3)))
+    const line = queueSettings('queue.', q, {
+      order: 'fifo',
+      maxLength: 100_000,
+      idleTimeout: 30_000,
+      claimWindow: 10_000,
+      confirmTimeout: ({ idleTimeout, claimWindow }) => Math.min(idleTimeout, Math.max(5_000, pollFor(claimWindow) * 3)),
+    })
+    const { idleTimeout, claimWindow, confirmTimeout } = line
+    this.order = line.order
+    this.pollInterval = pollFor(claimWindow)
+    if (this.pollInterval * 1.25 >= claimWindow || this.pollInterval * 1.25 >= idleTimeout / 2) {
+      optionError(
+        `queue.pollInterval (${this.pollInterval}) is too long for queue.claimWindow (${claimWindow}) and ` +
+          `queue.idleTimeout (${idleTimeout}): a page polls up to 1.25x pollInterval apart, so keep ` +
+          `pollInterval below claimWindow / 1.25 and idleTimeout / 2.5`,
+      )
+    }
+    if (confirmTimeout <= this.pollInterval * 1.25) {
+      optionError(
+        `queue.confirmTimeout must be above 1.25x pollInterval (${this.pollInterval}) and at most ` +
+          `queue.idleTimeout (${idleTimeout}), got ${confirmTimeout}: a new visitor's first poll must come in time`,
+      )
+    }
+    this.keepAliveInterval = Math.max(this.pollInterval, Math.floor(Math.min(claimWindow / 1.25, idleTimeout / 2.5)))
+    if (q.page !== undefined && typeof q.page !== 'function') {
+      optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${describe(q.page)}`)
+    }
+    this.answers = new LineAnswers(
+      { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval },
+      q.page,
+      settings.onPageError,
+    )
+    this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: settings.ttl, store: settings.store, ...line })
+    this.ticketCookieName = settings.ticketCookieName
+    this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })
+  }
+
+  /** The visitor id of the first valid ticket of this gate in the `Cookie` header, if any. */
+  readTicket(cookieHeader: string | string[] | undefined, now: number): string | undefined {
+    for (const value of cookieValues(cookieHeader, this.ticketCookieName)) {
+      const id = decodeTicket(this.signer, value, this.gate, now)
+      if (id !== null) return id
+    }
+    return undefined
+  }
+
+  /** A signed ticket value for `visitorId`. */
+  ticket(visitorId: string, now: number): string {
+    return encodeTicket(this.signer, { gate: this.gate, visitorId, issuedAt: now })
+  }
+
+  /**
+   * The place as answered over HTTP: seconds, and no position in a lottery nor before a scheduled
+   * opening (the pre-queue is drawn at random then; `eta` counts down to it, `opensAt` is the time
+   * the operator set).
+   */
+  place(queued: Queued, opening: Opening | null = null): LinePlace {
+    if (opening !== null) return { position: null, waiting: queued.waiting, eta: Math.max(0, Math.ceil(opening.in / 1000)), opensAt: opening.at }
+    if (this.order === 'random') return { position: null, waiting: queued.waiting, eta: null, opensAt: null }
+    return {
+      position: queued.position,
+      waiting: queued.waiting,
+      eta: queued.eta === null ? null : Math.ceil(queued.eta / 1000),
+      opensAt: null,
+    }
+  }
+}

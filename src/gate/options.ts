@@ -1,0 +1,283 @@
+/**
+ * The gate's options, resolved: every option checked (a bad one throws `ERR_AIRLOCK_OPTION` with a
+ * sentence naming it and the fix) and every default and derived value settled, in one function
+ * with no side effects but the process's random secret, made once when first needed.
+ */
+import type { AdaptiveSettings } from './adaptive.js'
+import type { Store } from '../stores/types.js'
+import { resolveStore } from '../stores/resolve.js'
+import { optionError } from '../base/errors.js'
+import { cookieAttributes } from '../base/http.js'
+import { randomSecret, secretList } from '../base/signing.js'
+import { describe, duration, durationOrZero, knownKeys, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
+import type { BusyPage } from '../pages/busy.js'
+import type { GateQueueOptions } from './line.js'
+import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'
+
+/** Paths never gated: exact paths, path prefixes (`/static/`), and patterns. */
+export class PathMatcher {
+  private readonly exact = new Set<string>()
+  private readonly prefixes: string[] = []
+  private readonly patterns: RegExp[] = []
+
+  constructor(list: readonly unknown[]) {
+    for (const [i, b] of list.entries()) {
+      if (b instanceof RegExp) this.patterns.push(b)
+      else if (typeof b === 'string' && b.startsWith('/')) {
+        const p = b.length > 1 && b.endsWith('/') ? b.slice(0, -1) : b
+        this.exact.add(p)
+        this.prefixes.push(p === '/' ? '/' : `${p}/`)
+      } else {
+        optionError(`bypass[${i}] must be a path starting with '/' or a RegExp, got ${describe(b)}`)
+      }
+    }
+  }
+
+  matches(path: string): boolean {
+    if (this.exact.has(path)) return true
+    for (const p of this.prefixes) if (path.startsWith(p)) return true
+    for (const r of this.patterns) {
+      r.lastIndex = 0
+      if (r.test(path)) return true
+    }
+    return false
+  }
+}
+
+/** The pass cookie, resolved. */
+export interface CookieSettings {
+  name: string
+  /** `'auto'`: `Secure` when the request came over HTTPS. */
+  secure: boolean | 'auto'
+  /** `; Path=/; HttpOnly; SameSite=Lax` etc. (without Max-Age and Secure). */
+  tail: string
+  /** The tail of a cookie that removes the pass. */
+  clearTail: string
+}
+
+/** Every gate option, checked and settled. */
+export interface GateSettings<Req> {
+  name: string
+  limit: number
+  mode: 'session' | 'request'
+  passTtl: number
+  provisionalTtl: number
+  recheckInterval: number
+  ttl: number
+  reuseWindow: number
+  retryAfter: number
+  onStoreError: 'open' | 'closed'
+  storeTimeout: number
+  store: Store
+  logger: GateLogger
+  cacheSize: number
+  reportInterval: number
+  /** Session mode with `confirm`: a browser's admitting page links to the confirm request. */
+  confirm: boolean
+  /** Follow the live control record in the store. */
+  control: boolean
+  /** `limit: { min, max, initial? }`: the adaptive limit's bounds and start. */
+  adaptive: AdaptiveSettings | undefined
+  /** The first signs, all verify. */
+  secrets: readonly string[]
+  /** The secret is the random per-process one (no `secret` given). */
+  randomSecret: boolean
+  cookie: CookieSettings
+  ticketCookieName: string
+  bypass: PathMatcher | undefined
+  skip: ((request: Req) => boolean) | undefined
+  busyPage: BusyPage | undefined
+  nonce: ((request: Req) => string | undefined) | undefined
+  /** Checked by the line itself (`GateLine`); here only its presence and the mode. */
+  queue: true | GateQueueOptions | undefined
+}
+
+const consoleLogger: GateLogger = {
+  warn: (obj, msg) => console.warn(msg ?? '', obj),
+  info: () => {},
+  error: (obj, msg) => console.error(msg ?? '', obj),
+}
+
+let processSecret: string | undefined
+
+/** Resolves gate options (see {@link GateOptions}). Throws `ERR_AIRLOCK_OPTION` naming the first bad one. */
+export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSettings<Req> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    optionError(`gate options must be an object, got ${describe(options)}`)
+  }
+  knownKeys('airlock gate', options, GATE_OPTION_KEYS)
+  const o = options
+  const name = safeName('name', o.name ?? 'default')
+  const mode = oneOf('mode', o.mode ?? 'session', ['session', 'request'] as const)
+  const passTtl = duration('passTtl', o.passTtl ?? 60_000)
+  const provisionalTtl = duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl))
+  if (provisionalTtl > passTtl) optionError(`provisionalTtl must be at most passTtl (${passTtl}), got ${provisionalTtl}`)
+  const recheckInterval = duration('recheckInterval', o.recheckInterval ?? Math.min(5_000, passTtl))
+  if (recheckInterval > passTtl) optionError(`recheckInterval must be at most passTtl (${passTtl}), got ${recheckInterval}`)
+  const store = resolveStore(o.store)
+  if (o.confirm !== undefined && typeof o.confirm !== 'boolean') optionError(`confirm must be a boolean, got ${describe(o.confirm)}`)
+  if (o.control !== undefined && typeof o.control !== 'boolean') optionError(`control must be a boolean, got ${describe(o.control)}`)
+  const cookie = cookieSettings(o.cookie, name)
+  const queue = queueOption(o.queue, mode)
+  const adaptive = adaptiveOption(o.limit)
+  return {
+    name,
+    limit: adaptive?.initial ?? positiveInteger('limit', o.limit ?? 100),
+    adaptive,
+    mode,
+    passTtl,
+    provisionalTtl,
+    recheckInterval,
+    ttl: duration('ttl', o.ttl ?? 30_000),
+    reuseWindow: durationOrZero('reuseWindow', o.reuseWindow ?? 10),
+    retryAfter: seconds('retryAfter', o.retryAfter ?? 5),
+    onStoreError: oneOf('onStoreError', o.onStoreError ?? 'open', ['open', 'closed'] as const),
+    storeTimeout: duration('storeTimeout', o.storeTimeout ?? 200),
+    store,
+    logger: checkLogger(o.logger) ?? consoleLogger,
+    cacheSize: positiveInteger('cacheSize', o.cacheSize ?? 10_000),
+    reportInterval: durationOrZero('reportInterval', o.reportInterval ?? 1000),
+    confirm: mode === 'session' && o.confirm !== false,
+    control: o.control !== false,
+    ...secrets(o.secret, mode, store),
+    cookie,
+    ticketCookieName:
+      o.cookie?.name !== undefined
+        ? `${cookie.name}_ticket`
+        : name === 'default'
+          ? 'airlock_ticket'
+          : `airlock_ticket_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`,
+    bypass: bypassOption(o.bypass),
+    skip: functionOption('skip', o.skip, '(request) => boolean'),
+    busyPage: busyPageOption(o.busyPage),
+    nonce: functionOption('nonce', o.nonce, '(request) => string'),
+    queue,
+  }
+}
+
+function secrets(secret: unknown, mode: 'session' | 'request', store: Store): { secrets: readonly string[]; randomSecret: boolean } {
+  if (secret !== undefined) return { secrets: secretList('secret', secret), randomSecret: false }
+  if (mode === 'session' && process.env.NODE_ENV === 'production' && store.kind !== 'memory') {
+    optionError(
+      `secret is required when NODE_ENV=production and the store is shared ('${store.kind}'): ` +
+        'passes signed with a random per-process secret are refused by other instances and after a restart; ' +
+        'pass secret: process.env.AIRLOCK_SECRET (at least 32 bytes)',
+    )
+  }
+  processSecret ??= randomSecret()
+  return { secrets: [processSecret], randomSecret: true }
+}
+
+function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSettings {
+  const c = option ?? {}
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) optionError(`cookie must be an object, got ${describe(c)}`)
+  knownKeys('cookie', c, ['name', 'path', 'domain', 'secure', 'sameSite', 'httpOnly'])
+  const name = c.name ?? (gate === 'default' ? 'airlock_pass' : `airlock_pass_${gate.replace(/[^A-Za-z0-9_-]/g, '_')}`)
+  if (typeof name !== 'string' || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/.test(name)) {
+    optionError(`cookie.name must be a cookie name (letters, digits, '_', '-', ...), got ${describe(c.name)}`)
+  }
+  const path = c.path ?? '/'
+  if (typeof path !== 'string' || !/^\/[^;\s\x00-\x1f\x7f]*$/.test(path)) {
+    optionError(`cookie.path must start with '/' and contain no ';' or spaces, got ${describe(c.path)}`)
+  }
+  if (c.domain !== undefined && (typeof c.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(c.domain))) {
+    optionError(`cookie.domain must be a domain name such as 'example.com', got ${describe(c.domain)}`)
+  }
+  const secure = c.secure ?? 'auto'
+  if (secure !== 'auto' && typeof secure !== 'boolean') optionError(`cookie.secure must be true, false or 'auto', got ${describe(secure)}`)
+  const sameSite = oneOf('cookie.sameSite', c.sameSite ?? 'lax', ['lax', 'strict', 'none'] as const)
+  if (sameSite === 'none' && secure !== true) {
+    optionError("cookie.sameSite 'none' needs cookie.secure: true (browsers drop SameSite=None cookies without Secure)")
+  }
+  const httpOnly = c.httpOnly ?? true
+  if (typeof httpOnly !== 'boolean') optionError(`cookie.httpOnly must be a boolean, got ${describe(httpOnly)}`)
+  const tail = cookieAttributes({ path, domain: c.domain, httpOnly, sameSite })
+  return { name, secure, tail, clearTail: `${tail}; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT` }
+}
+
+function queueOption(queue: GateOptions['queue'], mode: 'session' | 'request'): true | GateQueueOptions | undefined {
+  if (queue === undefined || queue === false) return undefined
+  if (queue !== true && (queue === null || typeof queue !== 'object' || Array.isArray(queue))) {
+    optionError(`queue must be true or an object such as { order: 'fifo', maxLength: 100_000 }, got ${describe(queue)}`)
+  }
+  if (mode !== 'session') {
+    optionError(
+      "queue needs mode 'session': a place in line is kept by a ticket cookie, which request mode does not use; " +
+        "remove mode: 'request' or the queue option",
+    )
+  }
+  return queue
+}
+
+function bypassOption(bypass: GateOptions['bypass']): PathMatcher | undefined {
+  const list = bypass === undefined ? [] : Array.isArray(bypass) ? bypass : [bypass]
+  return list.length === 0 ? undefined : new PathMatcher(list)
+}
+
+function functionOption<F>(option: string, value: F | undefined, shape: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') optionError(`${option} must be a function ${shape}, got ${describe(value)}`)
+  return value
+}
+
+function busyPageOption(page: unknown): BusyPage | undefined {
+  if (page !== undefined && typeof page !== 'string' && typeof page !== 'function') {
+    optionError(`busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${describe(page)}`)
+  }
+  return page as BusyPage | undefined
+}
+
+function checkLogger(logger: unknown): GateLogger | undefined {
+  if (logger === undefined) return undefined
+  if (logger === null || typeof logger !== 'object' || typeof (logger as GateLogger).warn !== 'function') {
+    optionError(`logger must be a pino-shaped logger with a warn(obj, msg) method, got ${describe(logger)}`)
+  }
+  return logger as GateLogger
+}
+
+/** `limit` as an object: the adaptive limit's bounds (a number is not adaptive). */
+function adaptiveOption(limit: unknown): AdaptiveSettings | undefined {
+  if (limit === null || typeof limit !== 'object') return undefined
+  knownKeys('limit', limit as object, ['min', 'max', 'initial'])
+  const l = limit as { min?: unknown; max?: unknown; initial?: unknown }
+  const min = positiveInteger('limit.min', l.min)
+  const max = positiveInteger('limit.max', l.max)
+  if (max < min) optionError(`limit.max must be at least limit.min (${min}), got ${max}`)
+  const initial = positiveInteger('limit.initial', l.initial ?? min)
+  if (initial < min || initial > max) optionError(`limit.initial must be within limit.min and limit.max (${min}..${max}), got ${initial}`)
+  return { min, max, initial }
+}
+
+/** Loggers already told about the random secret (once per logger, so once per app). */
+const warnedRandomSecret = new WeakSet<object>()
+
+/** Warns once per logger when session passes are signed with a random per-process secret. */
+export function warnRandomSecret<Req>(s: GateSettings<Req>): void {
+  if (s.randomSecret && s.mode === 'session' && !warnedRandomSecret.has(s.logger)) {
+    warnedRandomSecret.add(s.logger)
+    s.logger.warn(
+      { gate: s.name },
+      'airlock-shield: no secret given, passes are signed with a random per-process secret: they will not ' +
+        'survive a restart nor be accepted by other instances. Set the secret option (32+ bytes) in production.',
+    )
+  }
+}
+
+/**
+ * The options of a route gate made from a gate's (`gate.child`): everything but the name and the
+ * cookie's name is inherited (the secret only when it is not the random one), then overridden.
+ */
+export function childOptions<Req>(
+  base: GateOptions<Req>,
+  options: GateOptions<Req> & { name: string },
+  logger: GateLogger,
+  secrets: readonly string[] | undefined,
+): GateOptions<Req> {
+  const { cookie, ...rest } = base
+  const inherited: GateOptions<Req> = { ...rest, logger }
+  if (cookie) {
+    const { name: _ownName, ...attributes } = cookie
+    inherited.cookie = attributes
+  }
+  if (secrets !== undefined) inherited.secret = secrets
+  return { ...inherited, ...options }
+}

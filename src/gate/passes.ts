@@ -1,0 +1,150 @@
+/**
+ * Session mode's passes: issuing them, verifying a request's pass cookies, checking a pass's slot
+ * against the store (upgrading a provisional pass, sliding one that is half used), and the bounded
+ * cache of verified passes that makes the pass holder's request a map lookup.
+ */
+import type { Semaphore } from '../core/semaphore.js'
+import { cookieValues } from '../base/http.js'
+import { createSigner, type Signer } from '../base/signing.js'
+import type { CookieSettings } from './options.js'
+import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type PassFields } from './pass.js'
+import type { PassDecision } from './types.js'
+
+/** A pass checked against the store: live (a decision), `'dead'` (no pass), or the store failed. */
+export type PassOutcome = PassDecision | 'dead' | { error: unknown }
+
+interface CacheEntry {
+  validUntil: number
+  decision: PassDecision
+}
+
+export interface PassSettings {
+  gate: string
+  passTtl: number
+  provisionalTtl: number
+  recheckInterval: number
+  cacheSize: number
+  cookie: CookieSettings
+  /** The gate's guarded store call (budget, breaker). */
+  call: <T>(op: () => Promise<T>, deadline: number) => Promise<T>
+}
+
+export class Passes {
+  readonly #signer: Signer
+  private readonly cache: PassCache<CacheEntry>
+  private readonly inflight = new Map<string, Promise<PassOutcome>>()
+
+  constructor(
+    private readonly s: PassSettings,
+    secrets: readonly string[],
+    private readonly sem: Semaphore,
+  ) {
+    this.#signer = createSigner({ secrets, context: PASS_CONTEXT, maxLength: PASS_MAX_LENGTH })
+    this.cache = new PassCache(s.cacheSize)
+  }
+
+  /** The decision cached for exactly this cookie value, while within its window: no crypto, no store. */
+  cached(value: string, now: number): PassDecision | undefined {
+    return this.cache.get(value, now)?.decision
+  }
+
+  /**
+   * The first valid pass among the request's cookies of this gate (a browser may send several),
+   * checked against the store. `'none'` when none is valid. With `onlyIfDue`, a full pass that
+   * needs no sliding is `'not-due'` without a store call (a request the gate does not gate).
+   */
+  async check(
+    header: string | string[] | undefined,
+    secure: boolean,
+    deadline: number,
+    onlyIfDue = false,
+  ): Promise<PassOutcome | 'none' | 'not-due'> {
+    for (const value of cookieValues(header, this.s.cookie.name)) {
+      const now = Date.now()
+      const cached = this.cached(value, now)
+      if (cached) return cached
+      const pass = this.valid(value, now)
+      if (pass === null) continue
+      if (onlyIfDue && !pass.provisional && pass.expiresAt - now >= this.s.passTtl / 2) return 'not-due'
+      const outcome = await this.shared(value, pass, secure, deadline)
+      if (outcome !== 'dead') return outcome
+    }
+    return 'none'
+  }
+
+  /** A new provisional pass for the slot `token`: its `Set-Cookie` value. */
+  issue(token: string, issuedAt: number, secure: boolean): string {
+    const { gate, provisionalTtl } = this.s
+    return this.cookie(encodePass(this.#signer, { gate, token, expiresAt: issuedAt + provisionalTtl, provisional: true }), provisionalTtl, secure)
+  }
+
+  /** Forgets cached passes of `token` (its slot was released here). */
+  forget(token: string): void {
+    this.cache.deleteWhere((e) => e.decision.token === token)
+  }
+
+  /** A `Set-Cookie` value that removes the pass cookie. */
+  clearCookie(secure: boolean): string {
+    return `${this.s.cookie.name}=${this.secureTail(this.s.cookie.clearTail, secure)}`
+  }
+
+  /** Cookie attributes for another cookie of this gate (the waiting room's ticket). */
+  secureTail(tail: string, secure: boolean): string {
+    const setting = this.s.cookie.secure
+    return setting === true || (setting === 'auto' && secure) ? `${tail}; Secure` : tail
+  }
+
+  clear(): void {
+    this.cache.clear()
+    this.inflight.clear()
+  }
+
+  private cookie(value: string, life: number, secure: boolean): string {
+    return `${this.s.cookie.name}=${value}${this.secureTail(`${this.s.cookie.tail}; Max-Age=${Math.ceil(life / 1000)}`, secure)}`
+  }
+
+  /** The pass in a cookie value when it is correctly signed, of this gate, and unexpired. */
+  private valid(value: string, now: number): PassFields | null {
+    const pass = decodePass(this.#signer, value)
+    return pass === null || pass.gate !== this.s.gate || pass.expiresAt <= now ? null : pass
+  }
+
+  /** {@link checkPass}, shared by concurrent requests carrying the same pass. */
+  private shared(value: string, pass: PassFields, secure: boolean, deadline: number): Promise<PassOutcome> {
+    let pending = this.inflight.get(value)
+    if (pending === undefined) {
+      pending = this.checkPass(value, pass, secure, deadline)
+      this.inflight.set(value, pending)
+      void pending.finally(() => this.inflight.delete(value))
+    }
+    return pending
+  }
+
+  /** Checks (and if due, upgrades or slides) a verified, unexpired pass against the store. */
+  private async checkPass(value: string, pass: PassFields, secure: boolean, deadline: number): Promise<PassOutcome> {
+    const t0 = Date.now()
+    const { gate, passTtl, recheckInterval, call } = this.s
+    try {
+      const lease = this.sem.lease(pass.token)
+      if (pass.provisional || pass.expiresAt - t0 < passTtl / 2) {
+        if (!(await call(() => lease.refresh(passTtl), deadline))) return 'dead'
+        const expiresAt = t0 + passTtl
+        const renewed = encodePass(this.#signer, { gate, token: pass.token, expiresAt, provisional: false })
+        this.cache.set(renewed, {
+          validUntil: Math.min(t0 + recheckInterval, expiresAt - passTtl / 2),
+          decision: { kind: 'pass', token: pass.token, setCookie: undefined, response: undefined },
+        })
+        // Requests still carrying the old value (sent before the new cookie arrived) pass and get it again.
+        const decision: PassDecision = { kind: 'pass', token: pass.token, setCookie: this.cookie(renewed, passTtl, secure), response: undefined }
+        this.cache.set(value, { validUntil: Math.min(t0 + recheckInterval, pass.expiresAt), decision })
+        return decision
+      }
+      if ((await call(() => lease.state(), deadline)) !== 'acquired') return 'dead'
+      const decision: PassDecision = { kind: 'pass', token: pass.token, setCookie: undefined, response: undefined }
+      this.cache.set(value, { validUntil: Math.min(t0 + recheckInterval, pass.expiresAt - passTtl / 2), decision })
+      return decision
+    } catch (error) {
+      return { error }
+    }
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * What one gate instance counts: its decisions, admissions over the last minute, the latency of its
+ * store calls, its breaker. It reports them to the store at most once per `reportInterval`, so a
+ * cluster-wide status (and the dashboard) can show every instance.
+ */
+import { hostname } from 'node:os'
+import { estimateWait } from '../core/waiting-room.js'
+import type { Store } from '../stores/types.js'
+import type { GateDecision, GateStatus } from './types.js'
+
+/** Decisions of one instance since it started. */
+export interface GateCounters {
+  admitted: number
+  busy: number
+  queued: number
+  pass: number
+  bypass: number
+  /** Store calls that failed or ran out of budget. */
+  storeErrors: number
+}
+
+/** What an instance reports (JSON in the store) and how {@link Gate.status} shows it. */
+export interface InstanceReport {
+  /** `host:pid:n`. */
+  id: string
+  host: string
+  pid: number
+  mode: 'session' | 'request'
+  limit: number
+  counters: GateCounters
+  /** Admissions (from the line and direct) in the last 60 s. */
+  admittedLastMinute: number
+  /** Store call latency over the last calls (up to 256), ms. */
+  storeLatencyMs: { p50: number | null; p99: number | null }
+  breaker: 'open' | 'closed'
+  /** When it reported (its clock, ms). */
+  at: number
+}
+
+let sequence = 0
+const SAMPLES = 256
+
+export class GateStats {
+  readonly id: string
+  readonly counters: GateCounters = { admitted: 0, busy: 0, queued: 0, pass: 0, bypass: 0, storeErrors: 0 }
+  breaker: 'open' | 'closed' = 'closed'
+  /** Admissions per second over the last minute: a ring indexed by second. */
+  private readonly perSecond = new Uint32Array(60)
+  private ringSecond = 0
+  private readonly latencies = new Float64Array(SAMPLES)
+  private latencyCount = 0
+
+  constructor(
+    private readonly mode: 'session' | 'request',
+    private readonly limit: () => number,
+  ) {
+    this.id = `${hostname()}:${process.pid}:${++sequence}`
+  }
+
+  /** Counts one decision. */
+  count(d: GateDecision): void {
+    switch (d.kind) {
+      case 'admit':
+        this.counters.admitted++
+        this.admission(Date.now())
+        break
+      case 'pass':
+        this.counters.pass++
+        break
+      case 'busy':
+        this.counters.busy++
+        break
+      case 'queued':
+        this.counters.queued++
+        break
+      default:
+        this.counters.bypass++
+    }
+  }
+
+  /** One store call: its duration, and whether it failed. */
+  storeCall(ms: number, ok: boolean): void {
+    this.latencies[this.latencyCount++ % SAMPLES] = ms
+    if (!ok) this.counters.storeErrors++
+  }
+
+  admittedLastMinute(now: number): number {
+    this.advance(Math.floor(now / 1000))
+    let sum = 0
+    for (const n of this.perSecond) sum += n
+    return sum
+  }
+
+  report(now: number): InstanceReport {
+    const n = Math.min(this.latencyCount, SAMPLES)
+    const sorted = Array.from(this.latencies.subarray(0, n)).sort((a, b) => a - b)
+    const at = (q: number): number | null => (n === 0 ? null : Math.round(sorted[Math.min(n - 1, Math.floor(q * n))]! * 100) / 100)
+    return {
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      mode: this.mode,
+      limit: this.limit(),
+      counters: { ...this.counters },
+      admittedLastMinute: this.admittedLastMinute(now),
+      storeLatencyMs: { p50: at(0.5), p99: at(0.99) },
+      breaker: this.breaker,
+      at: now,
+    }
+  }
+
+  private admission(now: number): void {
+    const second = Math.floor(now / 1000)
+    this.advance(second)
+    this.perSecond[second % 60]!++
+  }
+
+  /** Clears the seconds that passed since the ring was last moved. */
+  private advance(second: number): void {
+    if (second <= this.ringSecond) return
+    const gap = Math.min(60, second - this.ringSecond)
+    for (let i = 1; i <= gap; i++) this.perSecond[(this.ringSecond + i) % 60] = 0
+    this.ringSecond = second
+  }
+}
+
+/** An instance's report read back from the store (`null` when it is not one). */
+export function parseReport(data: string): InstanceReport | null {
+  try {
+    const r = JSON.parse(data) as InstanceReport
+    return typeof r === 'object' && r !== null && typeof r.id === 'string' && typeof r.counters === 'object' ? r : null
+  } catch {
+    return null
+  }
+}
+
+/** Reports an instance's counters to its store every `interval` ms (at most one in flight). */
+export class Reporter {
+  // #private: a gate must stay JSON.stringify-able (a Timeout is circular) and print no internals
+  readonly #timer: NodeJS.Timeout | undefined
+  #busy = false
+
+  constructor(
+    private readonly store: Store,
+    private readonly name: string,
+    private readonly stats: GateStats,
+    private readonly interval: number,
+  ) {
+    if (interval > 0 && typeof store.report === 'function') this.#timer = setInterval(() => void this.report(), interval).unref()
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer)
+  }
+
+  /** A report that fails is only counted: the next one will tell. */
+  private async report(): Promise<void> {
+    if (this.#busy) return
+    this.#busy = true
+    try {
+      await this.store.report!(this.name, this.stats.id, JSON.stringify(this.stats.report(Date.now())), Math.max(3 * this.interval, 2000))
+    } catch {
+      this.stats.storeCall(0, false)
+    } finally {
+      this.#busy = false
+    }
+  }
+}
+
+/** A gate's state as its store alone knows it: what any process can read, gate or not (the dashboard). */
+export interface ClusterStatus {
+  name: string
+  /** The largest limit the instances report (`null` when none reports). */
+  limit: number | null
+  held: number
+  waiting: number
+  /** Admissions in the last minute, summed over the instances that report. */
+  admittedLastMinute: number
+  /** Seconds a newcomer would wait: 0 while a slot is free and nobody waits; `null` while unknown. */
+  eta: number | null
+  /** Instances within their reports' ttl. */
+  instances: InstanceReport[]
+  /** The store's clock (ms). */
+  at: number
+}
+
+/** {@link ClusterStatus} of gate `name` in `store` (one store call). */
+export async function clusterStatus(store: Store, name: string, limit?: number): Promise<ClusterStatus> {
+  let held: number
+  let waiting: number
+  let etaMs: number | null = null
+  let at = Date.now()
+  let instances: InstanceReport[] = []
+  if (typeof store.status === 'function') {
+    const st = await store.status(name)
+    ;({ held, waiting } = st)
+    etaMs = estimateWait(waiting + 1, st.admitted, st.windowMs).eta
+    at = st.now
+    instances = st.instances.flatMap((i) => {
+      const r = parseReport(i.data)
+      return r === null ? [] : [r]
+    })
+  } else {
+    ;({ held, waiting } = await store.state(name))
+  }
+  const reported = instances.length > 0 ? Math.max(...instances.map((i) => i.limit)) : null
+  const max = limit ?? reported
+  return {
+    name,
+    limit: max,
+    held,
+    waiting,
+    admittedLastMinute: instances.reduce((sum, i) => sum + i.admittedLastMinute, 0),
+    eta: max !== null && held < max && waiting === 0 ? 0 : etaMs === null ? null : Math.ceil(etaMs / 1000),
+    instances,
+    at,
+  }
+}
+
+/** A gate's cluster-wide status from its store, this instance first with its latest figures (see `Gate.status`). */
+export async function gateStatus(store: Store, name: string, mode: 'session' | 'request', limit: number, stats: GateStats): Promise<Omit<GateStatus, 'limitSource' | 'control' | 'adaptive'>> {
+  const own = { ...stats.report(Date.now()), self: true }
+  const cluster = await clusterStatus(store, name, limit)
+  const others = cluster.instances.filter((i) => i.id !== own.id).map((i) => ({ ...i, self: false }))
+  const instances = [own, ...others]
+  return {
+    name,
+    mode,
+    limit,
+    held: cluster.held,
+    available: Math.max(0, limit - cluster.held),
+    waiting: cluster.waiting,
+    admittedLastMinute: instances.reduce((sum, i) => sum + i.admittedLastMinute, 0),
+    eta: cluster.eta,
+    instances,
+    at: cluster.at,
+  }
+}

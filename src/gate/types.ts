@@ -1,0 +1,304 @@
+/** The gate's public types: its options, the request view adapters hand it, and its decisions. */
+import type { ControlState } from '../core/control.js'
+import type { AdaptiveState } from './adaptive.js'
+import type { Store } from '../stores/types.js'
+import type { BusyPage } from '../pages/busy.js'
+import type { GateResponse } from '../pages/answers.js'
+import type { GateQueueOptions } from './line.js'
+import type { InstanceReport } from './stats.js'
+
+export type { GateResponse } from '../pages/answers.js'
+
+/** A pino-shaped logger: objects first (`log.warn({ err, gate }, 'message')`). */
+export interface GateLogger {
+  warn(obj: object, msg?: string): void
+  info?(obj: object, msg?: string): void
+  error?(obj: object, msg?: string): void
+}
+
+/** Attributes of the pass cookie. */
+export interface GateCookieOptions {
+  /** Default `'airlock_pass'` for the gate named `'default'`, else `'airlock_pass_<name>'`. */
+  name?: string
+  /** Default `'/'`. */
+  path?: string
+  /** Default: none (host-only cookie). */
+  domain?: string
+  /**
+   * `'auto'` (default): `Secure` when the request came over HTTPS, as the framework sees it
+   * (Fastify `request.protocol`, Express `req.secure`, both honouring their trust-proxy setting).
+   */
+  secure?: boolean | 'auto'
+  /** Default `'lax'`. `'none'` needs `secure: true`. */
+  sameSite?: 'lax' | 'strict' | 'none'
+  /** Default `true`. */
+  httpOnly?: boolean
+}
+
+/** Options of {@link createGate}. Durations in milliseconds unless named otherwise. */
+export interface GateOptions<Req = unknown> {
+  /** Slots are shared by every gate (in any process) with this name on the same store. Default `'default'`. */
+  name?: string
+  /**
+   * How many visitors (session mode) or requests (request mode) at once. Default 100. An object
+   * `{ min, max, initial? }` turns on the adaptive limit: the gate learns the backend's capacity
+   * from the latency and failures of admitted work, one figure for the fleet, within [min, max],
+   * starting at `initial` (default `min`). Recommended start when you don't know your capacity:
+   * `{ min: 5, max: 500 }`. See docs/adaptive.md.
+   */
+  limit?: number | { min: number; max: number; initial?: number }
+  /** Where slots live. Default: the process-wide memory store. Use `redisStore` for several instances. */
+  store?: Store
+  /**
+   * `'session'` (default): an admitted visitor gets a signed pass cookie that holds a slot for
+   * `passTtl` (sliding). `'request'`: a slot per in-flight request, no cookie.
+   */
+  mode?: 'session' | 'request'
+  /** Life of a pass and its slot once the visitor came back with it; slides. Default 60_000. */
+  passTtl?: number
+  /**
+   * Life of a new visitor's slot until the visitor comes back with its pass (clients that keep no
+   * cookies never hold a slot longer than this). Default 10_000.
+   */
+  provisionalTtl?: number
+  /**
+   * A pass is trusted from the local cache for at most this long before its slot is checked in the
+   * store again: a released or expired slot stops admitting on every instance within this window.
+   * Default 5_000.
+   */
+  recheckInterval?: number
+  /** Request mode: how long a slot may live if its handler never ends. Default 30_000. */
+  ttl?: number
+  /**
+   * Request mode: a finished request's slot is kept this long (ms) for the next request on this
+   * process instead of being released, so a steady stream of requests costs no store round trip.
+   * Every request in flight still holds its own live slot; see docs/gate.md. `0` releases at once.
+   * Default 10.
+   */
+  reuseWindow?: number
+  /**
+   * HMAC secret(s), at least 32 bytes each; sign with the first, accept all (rotation). Default: a
+   * random per-process secret (passes then do not survive a restart nor span instances); required
+   * when `NODE_ENV=production` with a non-memory store.
+   */
+  secret?: string | readonly string[]
+  cookie?: GateCookieOptions
+  /** Seconds, sent as `Retry-After` and in the JSON body. Default 5. */
+  retryAfter?: number
+  /**
+   * Paths never gated (health checks, static assets). A string matches that path and everything
+   * under it (`'/static'` matches `/static` and `/static/app.css`); a RegExp is tested on the path.
+   */
+  bypass?: string | RegExp | ReadonlyArray<string | RegExp>
+  /** Return `true` to let a request through ungated (synchronous). */
+  skip?: (request: Req) => boolean
+  /** Custom busy page: HTML, or a function of `{ retryAfter, request, nonce }` returning HTML. */
+  busyPage?: BusyPage
+  /** A CSP nonce for the built-in busy page's script and style (else allow them by hash). */
+  nonce?: (request: Req) => string | undefined
+  /** When the store fails or is slower than `storeTimeout`: `'open'` (default) admits, `'closed'` answers busy. */
+  onStoreError?: 'open' | 'closed'
+  /** Budget for the store calls of one gate decision. Default 200. */
+  storeTimeout?: number
+  /** Default: warnings go to `console.warn`. The Fastify plugin uses `fastify.log`. */
+  logger?: GateLogger
+  /** Most verified passes kept in memory. Default 10_000. */
+  cacheSize?: number
+  /**
+   * How often (ms) this instance reports its counters to the store, for the cluster-wide
+   * {@link Gate.status} and the dashboard (one store call, keys that expire). `0`: never. Default 1000.
+   */
+  reportInterval?: number
+  /**
+   * Session mode: a browser confirms its new pass at once. The page that admits a visitor gets a
+   * `Link: <?__airlock=confirm>; rel=prefetch` header; the browser fetches it with the new cookie,
+   * and the gate answers that request itself (`204`, the confirmed pass), before any route runs.
+   * So a visitor reading a page that makes no other request keeps its slot. `false` turns both off
+   * (any later request carrying the pass still confirms it). Default `true`.
+   */
+  confirm?: boolean
+  /**
+   * Follow the live control kept in the store for this gate's name (`airlockControl`, the CLI's
+   * `airlock control`, the dashboard): a live limit, modes, an admission rate, a scheduled opening,
+   * applied within a second (pushed by the store, re-read every 5 s). Costs pass holders nothing.
+   * Default `true` (stores without `control()` are simply not steered).
+   */
+  control?: boolean
+  /**
+   * A fair waiting room instead of the busy page (session mode only): visitors without a pass take
+   * a place in line (a signed ticket cookie) and get `202` with a live waiting page, or JSON
+   * `{ status: 'queued', position, eta, waiting }`; they are admitted in order as slots free.
+   * `true` for the defaults. Default: none (visitors who find no free slot get the busy answer).
+   */
+  queue?: boolean | GateQueueOptions
+}
+
+/** What a framework adapter hands to {@link Gate.decide}. */
+export interface RequestView<Req = unknown> {
+  method: string
+  /** Path and query, as requested (`/a/b?c=d`). */
+  url: string
+  headers: {
+    cookie?: string | string[] | undefined
+    accept?: string | string[] | undefined
+    /** Sent by the waiting page's polls. */
+    'x-airlock-poll'?: string | string[] | undefined
+  }
+  /** The request came over HTTPS (as the framework's trust-proxy setting sees it). */
+  secure: boolean
+  /** The framework's request, for `skip`, `nonce` and `busyPage`. */
+  request: Req
+}
+
+/** A request-mode slot: release it exactly once when the handler's work is over. */
+export interface RequestSlot {
+  readonly token: string
+  /**
+   * Frees the slot; only the first call does anything. Never rejects. `failed`: the work failed (a
+   * 5xx, a thrown handler), for the adaptive limit.
+   */
+  release(failed?: boolean): Promise<boolean>
+}
+
+/**
+ * Not gated (`bypass`, `skip`, or a request the gate only sees, such as an opted-out route). A pass
+ * it carries is still confirmed: `setCookie` is the confirmed (or slid) pass when that happened.
+ * `response` is set only for the gate's own confirm request (`?__airlock=confirm`): `204`.
+ */
+export interface BypassDecision {
+  kind: 'bypass'
+  setCookie: string | undefined
+  response: GateResponse | undefined
+}
+
+/**
+ * Let in by taking a slot now (or because the store failed and `onStoreError` is `'open'`), or,
+ * with a `queue`, by reaching the head of the line.
+ */
+export interface AdmitDecision {
+  kind: 'admit'
+  reason: 'slot' | 'line' | 'store-unavailable'
+  /** The slot's lease token; `undefined` when admitted without one (store unavailable). */
+  token: string | undefined
+  /** Session mode: the new (provisional) pass cookie to set. */
+  setCookie: string | undefined
+  /**
+   * Headers to add to the route's response: for a browser's page, a `Link` that has the browser
+   * confirm its new pass at once (see the `confirm` option).
+   */
+  headers: Readonly<Record<string, string>> | undefined
+  /**
+   * Set only when the waiting page's poll (`X-Airlock-Poll`) is admitted: `200 {"status":"admitted"}`
+   * with the pass cookie, and the page then loads the site. Otherwise the route runs.
+   */
+  response: GateResponse | undefined
+  /** Request mode: release when the handler's work is over. */
+  slot: RequestSlot | undefined
+}
+
+/** Let in by a valid pass (the hot path). */
+export interface PassDecision {
+  kind: 'pass'
+  token: string
+  /** A renewed pass (upgraded from provisional, or slid) to set. */
+  setCookie: string | undefined
+  response: undefined
+}
+
+/** Answered by the gate; the route never runs. */
+export interface BusyDecision {
+  kind: 'busy'
+  /** `closed`: the live control lets nobody new in (mode `closed`, `queue-all` without a line, before `opensAt`, after `closesAt`). */
+  reason: 'full' | 'store-unavailable' | 'closed'
+  setCookie: undefined
+  response: GateResponse
+}
+
+/** Given a place in line (the `queue` option): `202` with the waiting page or JSON. */
+export interface QueuedDecision {
+  kind: 'queued'
+  /** 1-based place in line; `null` in random order. */
+  position: number | null
+  /** Visitors in line, this one included. */
+  waiting: number
+  /** Estimated wait in seconds; `null` while unknown (and in random order). */
+  eta: number | null
+  /** A new visitor's ticket cookie (its place in line). */
+  setCookie: string | undefined
+  response: GateResponse
+}
+
+/**
+ * The outcome for one request. Adapters set `setCookie` when present, then
+ * send `response` when present (the route does not run), else continue to the route.
+ */
+export type GateDecision = BypassDecision | AdmitDecision | PassDecision | BusyDecision | QueuedDecision
+
+/** What `reply.airlock` / `res.locals.airlock` offer a route. */
+export interface AirlockControl {
+  /** The gate's decision for this request; `undefined` on a route the gate does not cover. */
+  readonly decision: GateDecision | undefined
+  /**
+   * Session mode: ends the visitor's pass (logout, checkout done): frees its slot and clears the
+   * cookie in this response. Request mode: frees this request's slot now. `true` when a live slot
+   * was freed. Never rejects.
+   */
+  release(): Promise<boolean>
+}
+
+const OPTION_KEYS = [
+  'name',
+  'limit',
+  'store',
+  'mode',
+  'passTtl',
+  'provisionalTtl',
+  'recheckInterval',
+  'ttl',
+  'reuseWindow',
+  'secret',
+  'cookie',
+  'retryAfter',
+  'bypass',
+  'skip',
+  'busyPage',
+  'nonce',
+  'onStoreError',
+  'storeTimeout',
+  'logger',
+  'cacheSize',
+  'reportInterval',
+  'confirm',
+  'control',
+  'queue',
+] as const satisfies readonly (keyof GateOptions)[]
+
+/** Every option key of {@link GateOptions}. */
+export const GATE_OPTION_KEYS: readonly string[] = OPTION_KEYS
+
+/** A gate's cluster-wide state, as {@link Gate.status} answers it. */
+export interface GateStatus {
+  name: string
+  mode: 'session' | 'request'
+  /** This instance's limit in force (instances report their own). */
+  limit: number
+  /** Where `limit` comes from: the gate's option, the live control, or the adaptive limit. */
+  limitSource: 'configured' | 'control' | 'adaptive'
+  /** The live control this instance applies (`version` 0: never set). */
+  control: ControlState
+  /** The adaptive limit (`limit: { min, max }`) as this instance last saw it; `null` when off. */
+  adaptive: AdaptiveState | null
+  /** Slots held in the store, by every instance. */
+  held: number
+  available: number
+  /** Visitors in line. */
+  waiting: number
+  /** Admissions in the last minute, summed over the instances that report. */
+  admittedLastMinute: number
+  /** Seconds a newcomer would wait: 0 while a slot is free and nobody waits; `null` while unknown. */
+  eta: number | null
+  /** Instances that reported within the last few intervals, this one first. */
+  instances: (InstanceReport & { self: boolean })[]
+  /** The store's clock (ms). */
+  at: number
+}

@@ -1,0 +1,141 @@
+/**
+ * The gate's own HTTP answers, built beside the pages they carry: busy (`503`), queued (`202`),
+ * admitted (the waiting page's poll), and the confirm request (`204`). JSON or HTML by `Accept`;
+ * `HEAD` gets the headers (and `Content-Length`) the `GET` would get.
+ */
+import { headAnswer, prefersJson } from '../base/http.js'
+import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
+import { ADMITTED_JSON, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
+
+/** A response the gate gives instead of the route (busy, queued, ...). */
+export interface GateResponse {
+  status: number
+  /** Lower-case names. Shared between responses: never mutate. */
+  headers: Readonly<Record<string, string>>
+  /**
+   * For `HEAD` too, the body of the `GET` answer, with its length in `content-length`: send it as
+   * for a `GET` (Node's `http` never sends a body in answer to `HEAD`; Fastify sizes its derived
+   * `HEAD` routes by it).
+   */
+  body: string
+}
+
+/** What an answer needs to know of the request. */
+export interface AnswerRequest {
+  method: string
+  accept: string | string[] | undefined
+  /** The framework's request, handed to custom pages. */
+  request: unknown
+  /** The CSP nonce for this request, asked only when a page is rendered. */
+  nonce: () => string | undefined
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const HTML_TYPE = 'text/html; charset=utf-8'
+
+/** The confirm request's answer: no content, never cached. */
+export const CONFIRMED: GateResponse = Object.freeze({
+  status: 204,
+  headers: Object.freeze({ 'cache-control': 'no-store' }),
+  body: '',
+})
+
+function answer(r: AnswerRequest, build: () => GateResponse): GateResponse {
+  const get = build()
+  return r.method === 'HEAD' ? headAnswer(get) : get
+}
+
+/** The busy answer (`503`, `Retry-After`), with the built-in page, or yours. */
+export class BusyAnswers {
+  private readonly json: Readonly<Record<string, string>>
+  private readonly html: Readonly<Record<string, string>>
+  private readonly builtIn: Readonly<Record<string, string>>
+  private readonly jsonBody: string
+
+  constructor(
+    private readonly retryAfter: number,
+    private readonly page: BusyPage | undefined,
+    /** Told when a custom page throws (the built-in page is sent instead). */
+    private readonly onPageError: (err: unknown) => void,
+  ) {
+    const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept' }
+    this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
+    this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
+    this.builtIn = Object.freeze({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
+    this.jsonBody = busyJson(retryAfter)
+  }
+
+  busy(r: AnswerRequest): GateResponse {
+    return answer(r, () => {
+      if (prefersJson(r.accept)) return { status: 503, headers: this.json, body: this.jsonBody }
+      const nonce = r.nonce()
+      const builtIn = (): GateResponse => ({ status: 503, headers: this.builtIn, body: renderBusyPage(this.retryAfter, nonce) })
+      if (this.page === undefined) return builtIn()
+      try {
+        const body = typeof this.page === 'string' ? this.page : String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce }))
+        return { status: 503, headers: this.html, body }
+      } catch (err) {
+        this.onPageError(err)
+        return builtIn()
+      }
+    })
+  }
+}
+
+/** Where a queued visitor stands, as the gate reports it (`eta` in seconds). */
+export interface LinePlace {
+  position: number | null
+  waiting: number
+  eta: number | null
+  /** A scheduled opening not yet reached (ms since the epoch), else `null`. */
+  opensAt: number | null
+}
+
+/** The waiting room's answers: `202` with the waiting page (or JSON), and the admitted poll. */
+export class LineAnswers {
+  private readonly json: Readonly<Record<string, string>>
+  private readonly html: Readonly<Record<string, string>>
+  private readonly builtIn: Readonly<Record<string, string>>
+  private readonly admittedHeaders: Readonly<Record<string, string>>
+
+  constructor(
+    private readonly settings: { order: 'fifo' | 'random'; pollInterval: number; keepAliveInterval: number },
+    private readonly page: WaitingPage | undefined,
+    private readonly onPageError: (err: unknown) => void,
+  ) {
+    const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept' }
+    this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
+    this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
+    this.builtIn = Object.freeze({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
+    this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
+  }
+
+  /** `202` with the waiting page, or JSON when the client prefers it or is the page polling (`poll`). */
+  queued(place: LinePlace, r: AnswerRequest, poll: boolean): GateResponse {
+    return answer(r, () => {
+      if (poll || prefersJson(r.accept)) {
+        return { status: 202, headers: this.json, body: queuedJson(place.position, place.waiting, place.eta, place.opensAt) }
+      }
+      const context = {
+        order: this.settings.order,
+        ...place,
+        pollInterval: this.settings.pollInterval,
+        keepAliveInterval: this.settings.keepAliveInterval,
+        nonce: r.nonce(),
+      }
+      if (this.page !== undefined) {
+        try {
+          return { status: 202, headers: this.html, body: String(this.page({ ...context, request: r.request })) }
+        } catch (err) {
+          this.onPageError(err)
+        }
+      }
+      return { status: 202, headers: this.builtIn, body: renderWaitingPage(context) }
+    })
+  }
+
+  /** What a polling waiting page gets once admitted (with the pass cookie): it then reloads. */
+  admitted(): GateResponse {
+    return { status: 200, headers: this.admittedHeaders, body: ADMITTED_JSON }
+  }
+}

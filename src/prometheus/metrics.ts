@@ -1,0 +1,231 @@
+/**
+ * `airlock-shield/prometheus`: the gate's metrics for Prometheus, on `prom-client` (an optional
+ * peer: `npm install prom-client`).
+ *
+ * ```ts
+ * import { register } from 'prom-client'
+ * import { airlockMetrics } from 'airlock-shield/prometheus'
+ * airlockMetrics()                                     // into prom-client's default registry
+ * app.get('/metrics', async (_req, reply) => reply.type(register.contentType).send(await register.metrics()))
+ * ```
+ *
+ * Counters and the store latency histogram follow the events on `node:diagnostics_channel`; the
+ * gauges (slots held, limit, the line, admissions per minute, ETA, breaker) are read at scrape time
+ * from every open gate of this process, cluster-wide where its store knows (one store call per gate,
+ * at most once per `statusCacheMs`). Metric names and labels: docs/observability.md.
+ */
+import diagnostics from 'node:diagnostics_channel'
+import type { Registry } from 'prom-client'
+import { loadPeer } from '../base/peer.js'
+import { optionError } from '../base/errors.js'
+import type { BreakerEvent, ControlEvent, DecisionEvent, QueueEvent, StoreEvent } from '../base/events.js'
+import { CONTROL_MODES } from '../core/control.js'
+import { describe, durationOrZero, knownKeys } from '../base/validate.js'
+import { openGates } from '../gate/gate.js'
+import type { GateStatus } from '../gate/types.js'
+
+/** Every metric this module registers (without the prefix). */
+const METRIC_NAMES = [
+  'decisions_total',
+  'queue_events_total',
+  'store_duration_seconds',
+  'control_changes_total',
+  'breaker_transitions_total',
+  'slots_held',
+  'limit',
+  'queue_length',
+  'admissions_per_minute',
+  'eta_seconds',
+  'instances',
+  'admission_rate_per_minute',
+  'adaptive_limit',
+  'adaptive_latency_baseline_ms',
+  'adaptive_latency_recent_ms',
+  'control_mode',
+  'breaker_open',
+] as const
+
+export interface AirlockMetricsOptions {
+  /** Where the metrics are registered. Default: prom-client's default registry. */
+  registry?: Registry
+  /** Prefix of every metric name. Default `'airlock_'`. */
+  prefix?: string
+  /** Buckets of the store latency histogram, in seconds. Default from 0.5 ms to 1 s. */
+  buckets?: readonly number[]
+  /** A gate's status is read from its store at most this often (ms) however often Prometheus scrapes. Default 1000. */
+  statusCacheMs?: number
+}
+
+/** What {@link airlockMetrics} returns: `stop()` unsubscribes and removes the metrics from the registry. */
+export interface AirlockMetrics {
+  stop(): void
+}
+
+const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
+
+/**
+ * Registers airlock's metrics (see the module doc) and starts following its events.
+ * @throws `ERR_AIRLOCK_OPTION` naming a bad option.
+ */
+export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetrics {
+  if (options === null || typeof options !== 'object') optionError(`airlockMetrics() options must be an object, got ${describe(options)}`)
+  knownKeys('airlockMetrics()', options, ['registry', 'prefix', 'buckets', 'statusCacheMs'])
+  // Loaded here, not imported: a process that never calls this never needs prom-client (the CLI bundles this).
+  const client = loadPeer<typeof import('prom-client')>('prom-client', 'airlockMetrics()')
+  const registry = options.registry ?? client.register
+  if (typeof registry?.registerMetric !== 'function') optionError(`registry must be a prom-client Registry, got ${describe(options.registry)}`)
+  const prefix = options.prefix ?? 'airlock_'
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
+    optionError(`prefix must be a Prometheus metric name prefix such as 'airlock_', got ${describe(prefix)}`)
+  }
+  const buckets = options.buckets ?? DEFAULT_BUCKETS
+  if (!Array.isArray(buckets) || buckets.some((b) => typeof b !== 'number' || !(b > 0))) {
+    optionError(`buckets must be an array of positive numbers (seconds), got ${describe(buckets)}`)
+  }
+  const cacheMs = durationOrZero('statusCacheMs', options.statusCacheMs ?? 1000)
+  const registers = [registry]
+
+  // Decisions are on every request's path: counted in plain numbers, handed to prom-client at scrape
+  // time (a prom-client inc hashes its labels on every call).
+  const decisionCounts = new Map<string, Map<string, { kind: string; reason: string; n: number }>>()
+  new client.Counter({
+    name: `${prefix}decisions_total`,
+    help: 'Gate decisions, by gate, kind (bypass, pass, admit, busy, queued) and reason.',
+    labelNames: ['gate', 'kind', 'reason'] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const [gate, byKind] of decisionCounts) for (const c of byKind.values()) this.inc({ gate, kind: c.kind, reason: c.reason }, c.n)
+    },
+  })
+  const queueEvents = new client.Counter({
+    name: `${prefix}queue_events_total`,
+    help: "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).",
+    labelNames: ['gate', 'event'] as const,
+    registers,
+  })
+  const storeDuration = new client.Histogram({
+    name: `${prefix}store_duration_seconds`,
+    help: 'Store calls (Redis scripts), by store, operation and outcome (ok, error).',
+    labelNames: ['store', 'operation', 'outcome'] as const,
+    buckets: [...buckets],
+    registers,
+  })
+  const controlChanges = new client.Counter({
+    name: `${prefix}control_changes_total`,
+    help: "Live control changes: set (by airlockControl in this process), applied (by this process's gates).",
+    labelNames: ['gate', 'event'] as const,
+    registers,
+  })
+  const breakerChanges = new client.Counter({
+    name: `${prefix}breaker_transitions_total`,
+    help: "A gate's circuit breaker opening or closing.",
+    labelNames: ['gate', 'state'] as const,
+    registers,
+  })
+
+  // Gauges, read at scrape time from the open gates of this process (one store call per gate, cached).
+  const cache = new Map<string, { at: number; status: Promise<GateStatus | null> }>()
+  const statusOf = (gate: ReturnType<typeof openGates>[number]): Promise<GateStatus | null> => {
+    const hit = cache.get(gate.name)
+    if (hit && Date.now() - hit.at < cacheMs) return hit.status
+    const status = gate.status().catch(() => null) // a store outage: the gauges of that gate are left out
+    cache.set(gate.name, { at: Date.now(), status })
+    return status
+  }
+  const gates = (): ReturnType<typeof openGates> => {
+    const byName = new Map<string, ReturnType<typeof openGates>[number]>()
+    for (const g of openGates()) if (!byName.has(g.name)) byName.set(g.name, g)
+    return [...byName.values()]
+  }
+  const gauge = (name: string, help: string, read: (s: GateStatus) => number | null) =>
+    new client.Gauge({
+      name: `${prefix}${name}`,
+      help,
+      labelNames: ['gate'] as const,
+      registers,
+      async collect() {
+        this.reset()
+        for (const gate of gates()) {
+          const status = await statusOf(gate)
+          const value = status === null ? null : read(status)
+          if (value !== null) this.set({ gate: gate.name }, value)
+        }
+      },
+    })
+  gauge('slots_held', 'Slots held in the store, by every instance (cluster-wide).', (s) => s.held)
+  gauge('limit', "The gate's limit.", (s) => s.limit)
+  gauge('queue_length', 'Visitors waiting in line (cluster-wide).', (s) => s.waiting)
+  gauge('admissions_per_minute', 'Admissions in the last minute, summed over the instances that report.', (s) => s.admittedLastMinute)
+  gauge('eta_seconds', 'The wait a newcomer would see (absent while unknown).', (s) => s.eta)
+  gauge('instances', 'Instances of the gate that reported recently.', (s) => s.instances.length)
+  gauge('admission_rate_per_minute', 'The live admission rate in force (absent when none).', (s) => s.control.admissionRate)
+  gauge('adaptive_limit', "The adaptive limit's figure for the fleet (absent when off).", (s) => s.adaptive?.limit ?? null)
+  gauge('adaptive_latency_baseline_ms', "The adaptive limit's no-load latency estimate, ms.", (s) => s.adaptive?.baseline ?? null)
+  gauge('adaptive_latency_recent_ms', "The adaptive limit's last window median latency, ms.", (s) => s.adaptive?.recent ?? null)
+  new client.Gauge({
+    name: `${prefix}control_mode`,
+    help: "1 for the live control's mode in force on this instance (normal, queue-all, closed, passthrough), else 0.",
+    labelNames: ['gate', 'mode'] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const gate of gates()) for (const mode of CONTROL_MODES) this.set({ gate: gate.name, mode }, gate.control.mode === mode ? 1 : 0)
+    },
+  })
+  new client.Gauge({
+    name: `${prefix}breaker_open`,
+    help: "1 while this instance's circuit breaker is open (the store is not called), else 0.",
+    labelNames: ['gate'] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const gate of gates()) this.set({ gate: gate.name }, gate.breaker === 'open' ? 1 : 0)
+    },
+  })
+
+  // Children cached by their labels: the decision counter is on every request's path.
+  const onDecision = (m: unknown): void => {
+    const e = m as DecisionEvent
+    let byKind = decisionCounts.get(e.gate)
+    if (byKind === undefined) decisionCounts.set(e.gate, (byKind = new Map()))
+    // Without a reason (pass, bypass, queued) the kind is the key: no string is built.
+    const key = e.reason === undefined ? e.kind : `${e.kind}:${e.reason}`
+    const c = byKind.get(key)
+    if (c === undefined) byKind.set(key, { kind: e.kind, reason: e.reason ?? '', n: 1 })
+    else c.n++
+  }
+  const onStore = (m: unknown): void => {
+    const e = m as StoreEvent
+    storeDuration.labels(e.store, e.operation, e.ok ? 'ok' : 'error').observe(e.durationMs / 1000)
+  }
+  const onBreaker = (m: unknown): void => {
+    const e = m as BreakerEvent
+    breakerChanges.labels(e.gate, e.state).inc()
+  }
+  const onQueue = (m: unknown): void => {
+    const e = m as QueueEvent
+    queueEvents.labels(e.gate, e.event).inc()
+  }
+  const onControl = (m: unknown): void => {
+    const e = m as ControlEvent
+    controlChanges.labels(e.gate, e.event).inc()
+  }
+  const subscriptions: [string, (m: unknown) => void][] = [
+    ['airlock:control', onControl],
+    ['airlock:decision', onDecision],
+    ['airlock:store', onStore],
+    ['airlock:breaker', onBreaker],
+    ['airlock:queue', onQueue],
+  ]
+  for (const [channel, fn] of subscriptions) diagnostics.subscribe(channel, fn)
+
+  return {
+    stop() {
+      for (const [channel, fn] of subscriptions) diagnostics.unsubscribe(channel, fn)
+      for (const name of METRIC_NAMES) {
+        registry.removeSingleMetric(`${prefix}${name}`)
+      }
+    },
+  }
+}

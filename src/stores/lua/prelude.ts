@@ -1,0 +1,352 @@
+/**
+ * What every script of the Redis store shares: the keys, the constants, and the Lua functions
+ * (purging, fences, the line, reservations, releases). The scripts themselves are in scripts.ts.
+ *
+ * Keys of one semaphore share the hash tag `{<prefix>:<name>}` so Redis Cluster keeps them on one
+ * slot. Every script receives all of them in KEYS, in this order:
+ *
+ *  1 `:h`  sorted set, lease token -> expiry (ms, server time)
+ *  2 `:m`  hash, lease token -> "weight,fence"; `#used` = live weight units; `#far` = the time up to
+ *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
+ *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
+ *  3 `:f`  fencing counter (INCR; kept at least FENCE_KEEP_MS after last use so fences stay monotonic)
+ *  4 `:q`  sorted set, the line: waiter token -> arrival number
+ *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
+ *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
+ *          `#o` = the line's order ('f' fifo, 'r' random)
+ *  7 `:r`  sorted set, reservations: waiter token -> time the room held for it lapses
+ *  8 `:n`  arrival counter of the line
+ *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
+ * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
+ * 11 `:is` sorted set, instances that reported (instance id -> time their report lapses)
+ * 12 `:ic` hash, instance id -> its report (opaque text)
+ * 13 `:rt` the admission rate's theoretical arrival time (GCRA, ms), while a rate is in force
+ * 14 `:ctl` hash, the live control record (operator's fields; `#v` = version). No expiry: it is
+ *          configuration, removed only by clearing every field.
+ * 15 `:ad` hash, the fleet's adaptive limit: `l` the limit; `st` the estimator's state (text);
+ *          `at`, `turn` when the last judge was chosen and its number; `ws`, `wf`, `wr` and `b<i>`
+ *          the fleet's pending window (samples, failures, refused, latency histogram). Kept an hour.
+ *
+ * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
+ * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
+ * short list of recent releases.
+ *
+ * The common case (line empty, room free) takes a fast path of about seven Redis calls; the rest
+ * (the line, reservations, idempotent re-entry) takes the general path.
+ */
+
+import { luaLeaseCodes, luaReplies } from './boundary.js'
+
+/** Key suffixes in KEYS order. */
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad'] as const
+
+/** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
+export const PRE_QUEUE_BASE = 2 ** 52
+
+export const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
+export const ADMISSION_WINDOW_MS = 60_000
+export const RELEASED_MEMORY = 1000
+export const RELEASED_KEEP_MS = 3_600_000
+/** Extra life given to keys past the farthest expiry they hold. */
+export const KEY_SLACK_MS = 60_000
+/** Lapsed places removed per variadic call (well under Lua's unpack limit). */
+const SWEEP_CHUNK = 1000
+
+export const PRELUDE = `
+local H, M, F, Q, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local QM, R, N, A, X = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local IS, IC, RT, CTL, AD = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+${luaReplies()}
+${luaLeaseCodes()}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A holder's ":m" value. Fences are above 10^14 (seeded from the clock): '..' would print them
+-- with only 14 significant digits, so they are formatted whole.
+local function slot_meta(weight, fence)
+  return weight .. ',' .. string.format('%.0f', fence)
+end
+
+local function parse_meta(meta)
+  if not meta then return 0, 0 end
+  local w, f = string.match(meta, '^(%d+),(%d+)$')
+  return tonumber(w), tonumber(f)
+end
+
+-- Live weight units and the time the slot keys are known to live until.
+local function load_used()
+  local v = redis.call('HMGET', M, '#used', '#far')
+  return tonumber(v[1] or '0'), tonumber(v[2] or '0')
+end
+
+-- Stores the new used count; :m goes away with the last slot (it then holds nothing).
+local function store_used(u)
+  if u <= 0 then
+    redis.call('DEL', M)
+    return 0
+  end
+  redis.call('HSET', M, '#used', u)
+  return u
+end
+
+-- Drops expired slots and gives their weight back. Returns the new used count.
+local function purge_holders(now, u)
+  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  if #dead == 0 then return u end
+  local metas = redis.call('HMGET', M, unpack(dead))
+  for i = 1, #dead do u = u - parse_meta(metas[i]) end
+  redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
+  redis.call('HDEL', M, unpack(dead))
+  return store_used(u)
+end
+
+-- Makes :h and :m live at least until exp (plus slack), extending in steps so most calls skip it.
+-- Returns the new far time.
+-- The fencing counter is renewed here too: every acquire either extends these keys or finds them
+-- extended less than \`keep\` ago, so the counter outlives its last use by FENCE_KEEP_MS.
+local function ensure_ttl(now, exp, far)
+  if exp <= far then return far end
+  local keep = exp - now + ${KEY_SLACK_MS}
+  redis.call('PEXPIRE', H, keep)
+  redis.call('PEXPIRE', M, keep)
+  redis.call('PEXPIRE', F, ${FENCE_KEEP_MS} + keep)
+  redis.call('HSET', M, '#far', now + keep)
+  return now + keep
+end
+
+-- The counter was missing when INCR answers 1: a new semaphore, or Redis lost its data (a restart
+-- without persistence, a failover to a replica that had not seen it). Seeding it from the server
+-- clock (ms x 1000) keeps fences increasing across such a loss: the old counter grew by one per
+-- acquisition, far fewer than 1,000 per ms, so the seed is above every fence handed out before.
+local function next_fence(now)
+  local fence = redis.call('INCR', F)
+  if fence == 1 then
+    fence = now * 1000
+    redis.call('SET', F, string.format('%.0f', fence), 'PX', ${FENCE_KEEP_MS})
+  end
+  return fence
+end
+
+local function waiter_meta(id)
+  local w, cw = string.match(redis.call('HGET', QM, id) or '1,0', '^(%d+),(%d+)$')
+  return tonumber(w), tonumber(cw)
+end
+
+local function remove_waiter(id)
+  if redis.call('ZREM', R, id) == 1 then redis.call('HINCRBY', QM, '#rw', -waiter_meta(id)) end
+  redis.call('ZREM', Q, id)
+  redis.call('ZREM', S, id)
+  redis.call('HDEL', QM, id)
+end
+
+-- Removes the waiters ids (at most ${SWEEP_CHUNK}) in a few variadic calls; reserved ones give their room back.
+local function remove_waiters(ids)
+  local reserved = redis.call('ZMSCORE', R, unpack(ids))
+  local back = 0
+  for i = 1, #ids do
+    if reserved[i] then back = back + waiter_meta(ids[i]) end
+  end
+  if back > 0 then redis.call('HINCRBY', QM, '#rw', -back) end
+  redis.call('ZREM', R, unpack(ids))
+  redis.call('ZREM', Q, unpack(ids))
+  redis.call('ZREM', S, unpack(ids))
+  redis.call('HDEL', QM, unpack(ids))
+end
+
+-- Waiters not seen for their idle timeout (a new place: its confirm timeout) lose their place.
+-- All of them, so positions and the length cap count live places only (a burst of cookie-less
+-- visitors leaves thousands of places that lapse together).
+local function purge_waiters(now)
+  while true do
+    local idle = redis.call('ZRANGEBYSCORE', S, '-inf', now, 'LIMIT', 0, ${SWEEP_CHUNK})
+    if #idle == 0 then return end
+    remove_waiters(idle)
+    if #idle < ${SWEEP_CHUNK} then return end
+  end
+end
+
+local function next_expiry()
+  local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+  if first[2] then return tonumber(first[2]) end
+  return -1
+end
+
+-- Keeps the line's keys alive as long as its last deadline or reservation.
+local function expire_line(now)
+  local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
+  if last[2] then
+    local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
+    local held = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+    if held[2] and tonumber(held[2]) - now + ${KEY_SLACK_MS} > keep then keep = tonumber(held[2]) - now + ${KEY_SLACK_MS} end
+    for _, key in ipairs({Q, S, QM, R, N}) do redis.call('PEXPIRE', key, keep) end
+  else
+    redis.call('DEL', Q, S, QM, R, N)
+  end
+end
+
+-- Calls visit(id) for the waiters of the line in arrival order, in pages, until it returns true.
+local function each_waiter(visit)
+  local from = 0
+  while true do
+    local page = redis.call('ZRANGE', Q, from, from + 31)
+    for i = 1, #page do
+      if visit(page[i]) then return end
+    end
+    if #page < 32 then return end
+    from = from + 32
+  end
+end
+
+-- The first waiter without a reservation (the one to wake when room may have appeared), or nil.
+local function first_open()
+  local found = nil
+  each_waiter(function(id)
+    if redis.call('ZSCORE', R, id) then return false end
+    found = id
+    return true
+  end)
+  return found
+end
+
+-- A waiter without a reservation drawn uniformly among the open ones; x is a Park-Miller state.
+local function draw_open(x, n, open)
+  if open * 2 >= n then
+    while true do
+      x = (x * 16807) % 2147483647
+      local id = redis.call('ZRANGE', Q, math.floor(x / 2147483647 * n), math.floor(x / 2147483647 * n))[1]
+      if not redis.call('ZSCORE', R, id) then return id, x end
+    end
+  end
+  -- Mostly reserved (so n < 2 * limit): list the open ones.
+  local list = {}
+  each_waiter(function(id)
+    if not redis.call('ZSCORE', R, id) then list[#list + 1] = id end
+    return false
+  end)
+  x = (x * 16807) % 2147483647
+  return list[math.floor(x / 2147483647 * #list) + 1], x
+end
+
+-- The admission rate (a GCRA over RT): at most rate admissions per minute, in bursts of up to a
+-- second's worth (at least 2, so steady demand never loses credit to arrival jitter). rate_room:
+-- admissions allowed now; rate_take: records one.
+local function rate_room(now, rate)
+  local t = 60000 / rate
+  local tau = t * (math.max(2, math.floor(rate / 60)) - 1)
+  local tat = math.max(tonumber(redis.call('GET', RT) or '0'), now)
+  return math.max(0, math.floor((now + tau - tat) / t) + 1)
+end
+
+local function rate_take(now, rate)
+  local tat = math.max(tonumber(redis.call('GET', RT) or '0'), now) + 60000 / rate
+  redis.call('SET', RT, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + ${KEY_SLACK_MS})
+end
+
+-- Settles the line: waiters whose reservation lapsed lose their place; free room is then reserved
+-- for the next waiters (arrival order, or drawn at random), as many as fit, each for its claim
+-- window. A waiter that does not fit ends the round (nobody overtakes it). Returns the ids reserved.
+-- A scheduled opening's pre-queue (scores below 0) is admitted whole before anyone behind it: while
+-- a pre-queue place is still in line, nobody behind it is reserved.
+local function settle(now, limit, u, seed)
+  local lapsed = redis.call('ZRANGEBYSCORE', R, '-inf', now)
+  for i = 1, #lapsed do remove_waiter(lapsed[i]) end
+  local fresh = {}
+  local free = limit - u - tonumber(redis.call('HGET', QM, '#rw') or '0')
+  if free <= 0 then return fresh end
+  local n = redis.call('ZCARD', Q)
+  local open = n - redis.call('ZCARD', R)
+  if open <= 0 then return fresh end
+  local function reserve(id)
+    local w, cw = waiter_meta(id)
+    if w > free then return false end
+    redis.call('ZADD', R, now + cw, id)
+    redis.call('HINCRBY', QM, '#rw', w)
+    free = free - w
+    open = open - 1
+    fresh[#fresh + 1] = id
+    return true
+  end
+  if redis.call('HGET', QM, '#o') == 'r' then
+    local x = seed
+    while free > 0 and open > 0 do
+      local id
+      id, x = draw_open(x, n, open)
+      if not reserve(id) then break end
+    end
+  else
+    local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+    local barrier = head[2] ~= nil and tonumber(head[2]) < 0
+    each_waiter(function(id)
+      if redis.call('ZSCORE', R, id) then return false end
+      if barrier and tonumber(redis.call('ZSCORE', Q, id)) >= 0 then return true end
+      return not reserve(id) or free <= 0
+    end)
+  end
+  return fresh
+end
+
+-- Tells waiting processes that room may be theirs (best effort).
+local function wake(channel)
+  local id = first_open()
+  if id then redis.call('PUBLISH', channel, id) end
+end
+
+-- Recent admissions from the line and the span they cover, for an ETA.
+local function admissions(now)
+  redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
+  local first = redis.call('ZRANGE', A, 0, 0, 'WITHSCORES')
+  local window = 0
+  if first[2] then window = now - tonumber(first[2]) end
+  return redis.call('ZCARD', A), window
+end
+
+-- Remembers a release for leaseState (call expire_released once after).
+local function remember_release(now, token)
+  redis.call('ZADD', X, now, token)
+end
+
+-- Keeps the list of recent releases short and bounded (trimmed on about one call in 64).
+local function expire_released(now)
+  redis.call('PEXPIRE', X, ${RELEASED_KEEP_MS})
+  if now % 64 == 0 then
+    redis.call('ZREMRANGEBYSCORE', X, '-inf', now - ${RELEASED_KEEP_MS})
+    redis.call('ZREMRANGEBYRANK', X, 0, -${RELEASED_MEMORY + 1})
+  end
+end
+
+-- Drops the reports of instances whose ttl passed; returns the live ones as {id, expiresAt, data, ...}.
+local function live_reports(now)
+  local gone = redis.call('ZRANGEBYSCORE', IS, '-inf', now)
+  if #gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', IS, '-inf', now)
+    redis.call('HDEL', IC, unpack(gone))
+  end
+  local live = redis.call('ZRANGE', IS, 0, -1, 'WITHSCORES')
+  local out = {}
+  for i = 1, #live, 2 do
+    out[#out + 1] = live[i]
+    out[#out + 1] = tonumber(live[i + 1])
+    out[#out + 1] = redis.call('HGET', IC, live[i]) or ''
+  end
+  return out
+end
+
+-- Frees token's live slot and remembers the release: 1, or 0 when it held none (an expired slot is
+-- purged with the others). Call expire_released and wake once after a batch.
+local function release_slot(now, token)
+  local exp = redis.call('ZSCORE', H, token)
+  if not exp then return 0 end
+  if tonumber(exp) <= now then
+    purge_holders(now, load_used())
+    return 0
+  end
+  local v = redis.call('HMGET', M, token, '#used')
+  redis.call('ZREM', H, token)
+  if store_used(tonumber(v[2] or '0') - parse_meta(v[1])) > 0 then redis.call('HDEL', M, token) end
+  remember_release(now, token)
+  return 1
+end
+`

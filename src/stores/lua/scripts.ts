@@ -1,0 +1,458 @@
+/**
+ * The Redis store's scripts: one per operation, each one atomic decision and one round trip. Each
+ * is a {@link Script}: its arguments (read into Lua locals of the same names), its body, and the
+ * rendered Lua (the shared prelude, then the argument locals, then the body).
+ */
+import { luaScript, type LuaScript } from '../redis-calls.js'
+import { BATCH_REPLY_WIDTH, luaArgs, luaGroup, type ArgSpec } from './boundary.js'
+import { ADMISSION_WINDOW_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, PRELUDE } from './prelude.js'
+
+export interface Script<A extends ArgSpec = ArgSpec> extends LuaScript {
+  /** For logs and lint output. */
+  readonly name: string
+  /** The fixed arguments, in ARGV order. Scripts taking a list read it after them (`REST`). */
+  readonly args: A
+  /** Every script receives every key of the semaphore, in this order. */
+  readonly keys: typeof KEY_SUFFIXES
+}
+
+function script<A extends ArgSpec>(name: string, args: A, body: string): Script<A> {
+  const rest = body.includes('REST') ? `\nlocal REST = ${Object.keys(args).length + 1} -- the first list argument` : ''
+  const lua = `${PRELUDE}\n${luaArgs(args)}${rest}\n${body.trim()}\n`
+  return { name, args, ...luaScript(lua, KEY_SUFFIXES.length), keys: KEY_SUFFIXES }
+}
+
+/**
+ * One decision for `token`: a slot now, or (with `queued`) a place in line kept or taken, or a poll
+ * (`mayAdmit` false: never admits, never joins). `confirm` 0: a new place counts at once; `seed`
+ * (1..2^31-2) drives random draws. `rate` > 0: at most that many admissions per minute (GCRA on
+ * RT). `hold`: the line is held (nobody admitted; room reserved before the hold may still be
+ * claimed; places are kept and taken). `shuffle` > 0: a new place's score is shuffle - 2^52, ahead
+ * of every arrival-numbered place, in random order among such places (a scheduled opening's
+ * pre-queue). Replies: acquired | busy | queued | full | absent.
+ */
+export const ACQUIRE = script(
+  'acquire',
+  {
+    token: 's',
+    limit: 'n',
+    ttl: 'n',
+    weight: 'n',
+    queued: 'b',
+    idle: 'n',
+    claim: 'n',
+    maxLength: 'n',
+    order: 's',
+    mayAdmit: 'b',
+    channel: 's',
+    confirm: 'n',
+    seed: 'n',
+    rate: 'n',
+    hold: 'b',
+    shuffle: 'n',
+  } as const,
+  `
+local now = now_ms()
+local u, far = load_used()
+u = purge_holders(now, u)
+if u == 0 then far = 0 end
+local length = redis.call('ZCARD', Q)
+-- What this call may fill up to: the limit, or less while the admission rate allows fewer.
+local cap = limit
+if rate > 0 then cap = math.min(limit, u + rate_room(now, rate)) end
+local admits = mayAdmit and not hold
+
+-- A new slot for token (added to :h, expiring at exp, unless the caller did). fromLine: admitted
+-- from the line; only those admissions are recorded for the ETA: they measure how fast the line
+-- moves (direct admissions while nobody waits measure arrivals).
+local function admitted(fromLine, exp)
+  if not exp then
+    exp = now + ttl
+    redis.call('ZADD', H, exp, token)
+  end
+  local fence = next_fence(now)
+  u = u + weight
+  redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
+  ensure_ttl(now, exp, far)
+  if rate > 0 then rate_take(now, rate) end
+  if fromLine then
+    redis.call('ZADD', A, now, token)
+    redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
+    redis.call('PEXPIRE', A, ${ADMISSION_WINDOW_MS + KEY_SLACK_MS})
+  end
+  return reply_acquired(fence, exp, now)
+end
+
+-- Fast path: nobody in line and room free.
+if length == 0 and admits and u + weight <= cap then
+  local exp = now + ttl
+  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(false, exp) end
+end
+
+local held = redis.call('ZSCORE', H, token)
+if held then
+  local _, fence = parse_meta(redis.call('HGET', M, token))
+  return reply_acquired(fence, tonumber(held), now)
+end
+if length == 0 and not queued then return reply_busy(now, next_expiry()) end
+
+purge_waiters(now)
+-- A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
+local mine = queued and redis.call('ZSCORE', Q, token) ~= false
+if mine then redis.call('ZADD', S, now + idle, token) end
+
+-- Settles the line; admits the caller when room is reserved for it. Wakes the others reserved now.
+local function settle_and_claim()
+  if not hold then
+    local fresh = settle(now, cap, u, seed)
+    for i = 1, #fresh do
+      if fresh[i] ~= token then redis.call('PUBLISH', channel, fresh[i]) end
+    end
+  end
+  if mayAdmit and redis.call('ZSCORE', R, token) then
+    remove_waiter(token)
+    return admitted(true)
+  end
+  return nil
+end
+
+local function in_line()
+  local adm, window = admissions(now)
+  return reply_queued(redis.call('ZRANK', Q, token) + 1, redis.call('ZCARD', Q), now, next_expiry(), adm, window)
+end
+
+local result
+length = redis.call('ZCARD', Q)
+if length == 0 then
+  if admits and u + weight <= cap then result = admitted(false) end
+else
+  result = settle_and_claim()
+  -- settle may have just skipped the caller itself (its reservation lapsed): it is no longer in
+  -- line, and is treated as a newcomer (a poll reads absent).
+  if mine and not redis.call('ZSCORE', Q, token) then mine = false end
+end
+
+if not result then
+  if mine then
+    result = in_line()
+  elseif not queued then
+    result = reply_busy(now, next_expiry())
+  elseif not mayAdmit then
+    result = reply_absent(now)
+  else
+    length = redis.call('ZCARD', Q)
+    if maxLength > 0 and length >= maxLength then
+      result = reply_full(length, now)
+    else
+      redis.call('ZADD', Q, shuffle > 0 and shuffle - ${PRE_QUEUE_BASE} or redis.call('INCR', N), token)
+      -- A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
+      redis.call('ZADD', S, now + (confirm > 0 and confirm or idle), token)
+      redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
+      result = settle_and_claim() or in_line()
+    end
+  end
+end
+expire_line(now)
+return result
+`,
+)
+
+/** One plain acquire's fields in the batch's ARGV list. */
+export const ACQUIRE_MANY_ITEM = { token: 's', limit: 'n', ttl: 'n', weight: 'n' } as const
+
+/**
+ * Many plain acquires (no line) of one semaphore in one call, decided one after another, each as
+ * ACQUIRE would. ARGV list: the requests' fields ({@link ACQUIRE_MANY_ITEM}). Replies, each padded
+ * to BATCH_REPLY_WIDTH: acquired | busy | line (the line is not empty: ask ACQUIRE, which handles it).
+ */
+export const ACQUIRE_MANY = script(
+  'acquireMany',
+  { count: 'n' } as const,
+  `
+${luaGroup('request', ACQUIRE_MANY_ITEM, 2)}
+local now = now_ms()
+local u, far = load_used()
+u = purge_holders(now, u)
+if u == 0 then far = 0 end
+local length = redis.call('ZCARD', Q)
+local out = {}
+for i = 1, count do
+  local token, limit, ttl, weight = request(i)
+  local r
+  if length > 0 then
+    r = reply_line()
+  else
+    local exp = now + ttl
+    if u + weight <= limit and redis.call('ZADD', H, 'NX', exp, token) == 1 then
+      local fence = next_fence(now)
+      u = u + weight
+      redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
+      far = ensure_ttl(now, exp, far)
+      r = reply_acquired(fence, exp, now)
+    else
+      local held = redis.call('ZSCORE', H, token)
+      if held then
+        local _, fence = parse_meta(redis.call('HGET', M, token))
+        r = reply_acquired(fence, tonumber(held), now)
+      else
+        r = reply_busy(now, next_expiry())
+      end
+    end
+  end
+  for j = 1, ${BATCH_REPLY_WIDTH} do out[#out + 1] = r[j] or 0 end
+end
+return out
+`,
+)
+
+/** Extends a live slot owned by token to now + ttl. Returns {expiresAt, fence}, or {} when gone. */
+export const REFRESH = script(
+  'refresh',
+  { token: 's', ttl: 'n' } as const,
+  `
+local now = now_ms()
+local exp = redis.call('ZSCORE', H, token)
+if not exp or tonumber(exp) <= now then return {} end
+redis.call('ZADD', H, 'XX', now + ttl, token)
+local v = redis.call('HMGET', M, token, '#far')
+ensure_ttl(now, now + ttl, tonumber(v[2] or '0'))
+local _, fence = parse_meta(v[1])
+return {now + ttl, fence}
+`,
+)
+
+/** ARGV list: tokens (one or a batch). Returns 1 per token whose live slot it released, else 0. */
+export const RELEASE = script(
+  'release',
+  { channel: 's' } as const,
+  `
+local now = now_ms()
+local out = {}
+local any = false
+for i = REST, #ARGV do
+  local freed = release_slot(now, ARGV[i])
+  out[#out + 1] = freed
+  if freed == 1 then any = true end
+end
+if any then
+  expire_released(now)
+  wake(channel)
+end
+return out
+`,
+)
+
+/**
+ * Cleans up after calls the client gave up on (a timeout while Redis was paused, a reply lost with
+ * its connection) whose script may have run anyway: frees each token's slot and its place in line,
+ * so a stall never leaves capacity held by a token nobody has. Idempotent. ARGV list: tokens.
+ * Returns how many slots and places it freed.
+ */
+export const ABANDON = script(
+  'abandon',
+  { channel: 's' } as const,
+  `
+local now = now_ms()
+local freed, left, reserved = 0, 0, false
+for i = REST, #ARGV do
+  local token = ARGV[i]
+  freed = freed + release_slot(now, token)
+  if redis.call('ZSCORE', Q, token) then
+    if redis.call('ZSCORE', R, token) then reserved = true end
+    remove_waiter(token)
+    left = left + 1
+  end
+end
+if freed > 0 then expire_released(now) end
+if left > 0 then expire_line(now) end
+if freed > 0 or reserved then wake(channel) end
+return freed + left
+`,
+)
+
+/** Leaves the line. Returns 1 when the token left it, else 0. Never touches a held slot. */
+export const LEAVE = script(
+  'leave',
+  { token: 's', channel: 's' } as const,
+  `
+local now = now_ms()
+if not redis.call('ZSCORE', Q, token) then return 0 end
+local reserved = redis.call('ZSCORE', R, token)
+remove_waiter(token)
+expire_line(now)
+if reserved then wake(channel) end
+return 1
+`,
+)
+
+/** Read-only. Returns LEASE_ACQUIRED, LEASE_EXPIRED or LEASE_RELEASED. */
+export const LEASE_STATE = script(
+  'leaseState',
+  { token: 's' } as const,
+  `
+local now = now_ms()
+local exp = redis.call('ZSCORE', H, token)
+if exp then
+  if tonumber(exp) > now then return LEASE_ACQUIRED end
+  return LEASE_EXPIRED
+end
+if redis.call('ZSCORE', X, token) then return LEASE_RELEASED end
+return LEASE_EXPIRED
+`,
+)
+
+/** Returns {held, waiting}. */
+export const STATE = script(
+  'state',
+  {} as const,
+  `
+local now = now_ms()
+local u = purge_holders(now, load_used())
+purge_waiters(now)
+expire_line(now)
+return {u, redis.call('ZCARD', Q)}
+`,
+)
+
+/** An instance's report, kept `ttl` ms. Both report keys live as long as their last report. */
+export const REPORT = script(
+  'report',
+  { instance: 's', data: 's', ttl: 'n' } as const,
+  `
+local now = now_ms()
+redis.call('ZADD', IS, now + ttl, instance)
+redis.call('HSET', IC, instance, data)
+live_reports(now)
+local last = redis.call('ZRANGE', IS, -1, -1, 'WITHSCORES')
+local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
+redis.call('PEXPIRE', IS, keep)
+redis.call('PEXPIRE', IC, keep)
+return 1
+`,
+)
+
+/** Returns {held, waiting, admitted, windowMs, now, then id, expiresAt, data per live report}. */
+export const STATUS = script(
+  'status',
+  {} as const,
+  `
+local now = now_ms()
+local u = purge_holders(now, load_used())
+purge_waiters(now)
+expire_line(now)
+local adm, window = admissions(now)
+local out = {u, redis.call('ZCARD', Q), adm, window, now}
+for _, v in ipairs(live_reports(now)) do out[#out + 1] = v end
+return out
+`,
+)
+
+/**
+ * Reads, or patches, the live control record: ARGV list `field, value` pairs; an empty value
+ * deletes the field. A patch bumps `#v` and publishes the new version on `channel`. Returns
+ * {now, field, value, ...} (the whole record after the patch).
+ */
+export const CONTROL = script(
+  'control',
+  { channel: 's' } as const,
+  `
+local now = now_ms()
+if #ARGV >= REST then
+  for i = REST, #ARGV, 2 do
+    if ARGV[i + 1] == '' then redis.call('HDEL', CTL, ARGV[i]) else redis.call('HSET', CTL, ARGV[i], ARGV[i + 1]) end
+  end
+  local v = redis.call('HINCRBY', CTL, '#v', 1)
+  redis.call('PUBLISH', channel, v)
+end
+local out = {now}
+for _, x in ipairs(redis.call('HGETALL', CTL)) do out[#out + 1] = x end
+return out
+`,
+)
+
+/**
+ * The fleet's adaptive limit: merges one instance's proposed factor into the pending step (the
+ * mean of the proposals, unless one is a hard cut below 0.8: then the lowest), applies the step at
+ * most once per `every` ms within [min, max] (rounding towards the move), and returns the limit
+ * (`initial` at first). `vote` false: only read (an instance with too few samples to judge).
+ */
+/**
+ * Adds one instance's window to the fleet's pending one (`:ad` fields `ws`, `wf`, `wr`, and `b<i>`
+ * histogram counts, from the REST list of bucket/count pairs). Replies { limit, state }; once per
+ * `every` ms the caller is the judge: then also { turn, samples, failures, refused, bucket, count,
+ * ... } (the pending window, which starts afresh). When a window is judged: see judgeNow in ../types.ts.
+ */
+export const ADAPT = script(
+  'adapt',
+  { samples: 'n', failures: 'n', refused: 'n', initial: 'n', every: 'n', minSamples: 'n' } as const,
+  `
+local now = now_ms()
+local v = redis.call('HMGET', AD, 'l', 'st', 'at', 'turn', 'ws', 'wf')
+local l = tonumber(v[1] or initial)
+local st = v[2] or ''
+local pending, failed = tonumber(v[5] or '0') + samples, tonumber(v[6] or '0') + failures
+if samples > 0 then redis.call('HINCRBY', AD, 'ws', samples) end
+if failures > 0 then redis.call('HINCRBY', AD, 'wf', failures) end
+if refused > 0 then redis.call('HINCRBY', AD, 'wr', refused) end
+for i = REST, #ARGV, 2 do redis.call('HINCRBY', AD, 'b' .. ARGV[i], ARGV[i + 1]) end
+local reply = { l, st }
+local age = now - tonumber(v[3] or '-1e15')
+if age >= 4 * every or (age >= every and (pending >= minSamples or failed > 0)) then
+  local turn = tonumber(v[4] or '0') + 1
+  local ws, wf, wr = 0, 0, 0
+  local drop = {}
+  local all = redis.call('HGETALL', AD)
+  local buckets = {}
+  for i = 1, #all, 2 do
+    local f, n = all[i], all[i + 1]
+    if f == 'ws' then ws = tonumber(n) elseif f == 'wf' then wf = tonumber(n) elseif f == 'wr' then wr = tonumber(n)
+    elseif string.sub(f, 1, 1) == 'b' then
+      buckets[#buckets + 1] = tonumber(string.sub(f, 2))
+      buckets[#buckets + 1] = tonumber(n)
+      drop[#drop + 1] = f
+    end
+  end
+  drop[#drop + 1] = 'ws'
+  drop[#drop + 1] = 'wf'
+  drop[#drop + 1] = 'wr'
+  redis.call('HDEL', AD, unpack(drop))
+  redis.call('HSET', AD, 'at', now, 'turn', turn)
+  reply = { l, st, turn, ws, wf, wr }
+  for i = 1, #buckets do reply[#reply + 1] = buckets[i] end
+end
+redis.call('HSET', AD, 'l', l)
+redis.call('PEXPIRE', AD, 3600000)
+return reply
+`,
+)
+
+/** Sets the fleet's adaptive limit (within [min, max]) and the estimator's state if \`turn\` is still the latest judge's. Replies 1 if set, else 0. */
+export const ADAPT_COMMIT = script(
+  'adaptCommit',
+  { turn: 'n', limit: 'n', state: 's', min: 'n', max: 'n' } as const,
+  `
+if tonumber(redis.call('HGET', AD, 'turn') or '0') ~= turn then return 0 end
+redis.call('HSET', AD, 'l', math.min(max, math.max(min, limit)), 'st', state)
+redis.call('PEXPIRE', AD, 3600000)
+return 1
+`,
+)
+
+/** Drops every slot (the line stays; its head is woken). Returns how many. */
+export const FORCE_RELEASE_ALL = script(
+  'forceReleaseAll',
+  { channel: 's' } as const,
+  `
+local now = now_ms()
+purge_holders(now, load_used())
+local tokens = redis.call('ZRANGE', H, 0, -1)
+for i = 1, #tokens do remember_release(now, tokens[i]) end
+if #tokens > 0 then expire_released(now) end
+redis.call('DEL', H, M)
+wake(channel)
+return #tokens
+`,
+)
+
+/** Every script, for registration checks and the Lua lint. */
+export const SCRIPTS = [ACQUIRE, ACQUIRE_MANY, REFRESH, RELEASE, ABANDON, LEAVE, LEASE_STATE, STATE, STATUS, REPORT, CONTROL, ADAPT, ADAPT_COMMIT, FORCE_RELEASE_ALL] as const

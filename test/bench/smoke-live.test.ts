@@ -1,0 +1,47 @@
+/**
+ * Smoke runs of the live benches (the operator steering, the adaptive limit, the proxy against
+ * nginx), one after the other: they start several processes each.
+ */
+import { describe, expect, it } from 'vitest'
+import { redisAvailable } from '../helpers/redis.js'
+import { json, row, runBench } from './run.js'
+
+describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () => {
+  it('steer: the operator lowers and clears the limit mid-hug; in flight follows', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('steer.ts', { PHASE: '2', CONNECTIONS: '20', LIMIT: '12', LOW: '4' })
+    expect(code, out).toBe(0)
+    for (const name of ['limit 12', 'lowered to 4', 'cleared (12)']) expect(row(out, name), name).toBeDefined()
+    const r = json('steer')
+    expect(r.phases).toHaveLength(3)
+    // From 1 s into the lowered phase the fleet never ran more than the lowered limit.
+    expect(r.phases[1].max).toBeLessThanOrEqual(4)
+    expect(r.phases[1].followMs).not.toBeNull()
+  })
+
+  it('adaptive: the static, under-pressure and adaptive rows run and report every phase', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('adaptive.ts', { PHASE_S: '4', CONNECTIONS: '30', ROWS: 'static limit 15|^adaptive$', BENCH_CHART: '0' })
+    expect(code, out).toBe(0)
+    for (const name of ['goodput / ideal, C=40', 'failures, C=15 (last 10 s)', 'admitted p99 ms, C=60', 'failures / admitted, whole run']) {
+      expect(row(out, name), name).toBeDefined()
+    }
+    const r = json('adaptive')
+    expect(r.rows.map((x: { label: string }) => x.label)).toEqual(['static limit 15', 'adaptive'])
+    const adaptive = r.rows[1]
+    expect(adaptive.limits.length).toBeGreaterThan(10)
+    // Within its bounds all along, and it moved off its start.
+    expect(Math.min(...adaptive.limits.map((l: { limit: number }) => l.limit))).toBeGreaterThanOrEqual(5)
+    expect(Math.max(...adaptive.limits.map((l: { limit: number }) => l.limit))).toBeGreaterThan(5)
+  })
+
+  it('proxy: origin, nginx, our proxy three ways, and the hug through it with no origin failure', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('proxy.ts', { SECONDS: '1', CONNECTIONS: '10', HUG_CONNECTIONS: '100' })
+    expect(code, out).toBe(0)
+    for (const name of ['origin direct', 'nginx proxy_pass (1 worker)', 'airlock proxy, no gate', 'airlock proxy, pass holders', 'airlock proxy, request mode, redis']) {
+      expect(row(out, name), name).toBeDefined()
+    }
+    const r = json('proxy')
+    for (const x of r.rows.filter((y: { rps: number | null }) => y.rps !== null)) expect(x.rps, x.name).toBeGreaterThan(0)
+    expect(r.hug.reachedOrigin).toBeGreaterThan(0)
+    expect(r.hug.originFailures).toBe(0)
+  })
+})

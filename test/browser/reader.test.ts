@@ -1,0 +1,107 @@
+/**
+ * A visitor who is reading keeps their slot, in a real headless Chromium (Debian's
+ * /usr/bin/chromium, driven by playwright-core), with the gate's defaults (provisionalTtl 10 s).
+ * The visitor is admitted, reads for 15 s while cookie-less newcomers keep every other slot full,
+ * then clicks: 200. Without anything confirming the pass, that click got 503 (the control case).
+ */
+import { existsSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import Fastify from 'fastify'
+import { chromium, type Browser } from 'playwright-core'
+import { airlockShield } from '../../src/fastify.js'
+import { memoryStore } from '../../src/stores/memory.js'
+import { sleep } from '../helpers/wait.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const available = existsSync(CHROMIUM)
+if (!available && process.env.CI) throw new Error(`CI=true but no Chromium at ${CHROMIUM}: the browser test must run in CI`)
+
+const READ_MS = 15_000
+const silent = { warn() {}, info() {} }
+
+/**
+ * A site with room for 2: its page has a stylesheet on a bypassed path (and the favicon, a 404), or
+ * (`bare`) no other request at all.
+ */
+async function site(options: { bare: boolean; confirm?: boolean }) {
+  const store = memoryStore()
+  const app = Fastify({ forceCloseConnections: true })
+  await app.register(airlockShield, {
+    limit: 2,
+    store,
+    secret: 'browser-test-secret-of-32-bytes-or-more',
+    bypass: ['/static'],
+    logger: silent,
+    ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
+  })
+  const head = options.bare ? '<link rel="icon" href="data:,">' : '<link rel="stylesheet" href="/static/app.css">'
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html').send(`<!doctype html><title>Shop</title>${head}<h1>Welcome</h1><a id="next" href="/next">next</a>`),
+  )
+  app.get('/next', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>Next</title><h1 id="next-page">Next</h1>'))
+  app.get('/static/app.css', async (_req, reply) => reply.type('text/css').send('h1 { color: teal }'))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  let crowding = false
+  let crowd: Promise<void> = Promise.resolve()
+  return {
+    url,
+    store,
+    /** From now on, cookie-less newcomers take any slot that frees, within 200 ms. */
+    crowd() {
+      crowding = true
+      crowd = (async () => {
+        while (crowding) await Promise.all([fetch(`${url}/`).catch(() => undefined), sleep(200)])
+      })()
+    },
+    async close() {
+      crowding = false
+      await crowd
+      await app.close()
+    },
+  }
+}
+
+describe.skipIf(!available)('a reader keeps their slot (real browser)', () => {
+  let browser: Browser
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  /** Opens the page, reads READ_MS, clicks: the status of the click's page. */
+  async function readThenClick(options: { bare: boolean; confirm?: boolean }): Promise<{ first: number; next: number; held: number }> {
+    const s = await site(options)
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      const first = (await page.goto(`${s.url}/`))?.status() ?? 0
+      s.crowd()
+      await page.waitForTimeout(READ_MS)
+      const held = (await s.store.state('default')).held
+      const [response] = await Promise.all([page.waitForNavigation(), page.click('#next')])
+      return { first, next: response?.status() ?? 0, held }
+    } finally {
+      await context.close()
+      await s.close()
+    }
+  }
+
+  it('reads 15 s while newcomers fill every other slot; the next click is 200 (assets and favicon confirm the pass, or the prefetch link)', async () => {
+    const [assets, bare, control] = await Promise.all([
+      readThenClick({ bare: false }),
+      readThenClick({ bare: true }),
+      readThenClick({ bare: true, confirm: false }),
+    ])
+    expect(assets).toEqual({ first: 200, next: 200, held: 2 })
+    expect(bare).toEqual({ first: 200, next: 200, held: 2 })
+    // Control: a page that makes no other request, with the confirm link off, loses its slot.
+    expect(control).toEqual({ first: 200, next: 503, held: 2 })
+  }, 60_000)
+})

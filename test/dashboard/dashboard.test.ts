@@ -1,0 +1,178 @@
+import { createServer, type Server } from 'node:http'
+import { afterEach, describe, expect, it } from 'vitest'
+import Fastify from 'fastify'
+import express from 'express'
+import { createDashboard, type Dashboard } from '../../src/dashboard/server.js'
+import { airlockDashboard as fastifyDashboard, airlockShield } from '../../src/fastify.js'
+import { airlockDashboard as expressDashboard, airlock } from '../../src/express.js'
+import { createGate } from '../../src/gate/gate.js'
+import { isAirlockError } from '../../src/base/errors.js'
+import { memoryStore, type MemoryStore } from '../../src/stores/memory.js'
+import type { Store } from '../../src/stores/types.js'
+import { sleep, until } from '../helpers/wait.js'
+
+const TOKEN = 'a-dashboard-token-for-tests'
+const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long'
+const closers: (() => Promise<unknown> | unknown)[] = []
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c()
+})
+
+/** A memory store that counts its `status` calls (what the sampler makes). */
+function countStatus(inner: MemoryStore): { store: Store; calls: () => number } {
+  let n = 0
+  const store = new Proxy(inner, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown
+      if (prop === 'status') return (...a: [string]) => (n++, target.status(...a))
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { store, calls: () => n }
+}
+
+/** Reads server-sent events from `url` until `count` events arrived. */
+async function readEvents(url: string, headers: Record<string, string>, count: number): Promise<{ event: string; data: unknown }[]> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) })
+  expect(res.headers.get('content-type')).toBe('text/event-stream')
+  const reader = res.body!.getReader()
+  const events: { event: string; data: unknown }[] = []
+  let text = ''
+  while (events.length < count) {
+    const { value, done } = await reader.read()
+    if (done) break
+    text += new TextDecoder().decode(value)
+    let i
+    while ((i = text.indexOf('\n\n')) >= 0) {
+      const block = text.slice(0, i)
+      text = text.slice(i + 2)
+      const event = /^event: (.*)$/m.exec(block)?.[1]
+      const data = /^data: (.*)$/m.exec(block)?.[1]
+      if (event && data) events.push({ event, data: JSON.parse(data) })
+    }
+  }
+  await reader.cancel()
+  return events
+}
+
+type Mounted = { base: string; store: MemoryStore }
+
+const MOUNTS: Record<string, () => Promise<Mounted>> = {
+  async fastify() {
+    const store = memoryStore()
+    const app = Fastify()
+    await app.register(airlockShield, { name: 'shop', limit: 1, store, secret: SECRET })
+    await app.register(fastifyDashboard, { prefix: '/airlock', token: TOKEN, store, names: ['shop'], interval: 200 })
+    app.get('/', async () => 'site')
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    closers.push(() => app.close())
+    return { base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}/airlock`, store }
+  },
+  async express() {
+    const store = memoryStore()
+    const app = express()
+    const dash = expressDashboard({ token: TOKEN, store, names: ['shop'], interval: 200 })
+    app.use('/airlock', dash)
+    const gate = airlock({ name: 'shop', limit: 1, store, secret: SECRET })
+    app.use(gate)
+    app.get('/', (_req, res) => void res.send('site'))
+    const server: Server = await new Promise((ok) => {
+      const s = app.listen(0, '127.0.0.1', () => ok(s))
+    })
+    closers.push(() => new Promise((ok) => server.close(ok)), () => dash.close(), () => gate.close())
+    return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}/airlock`, store }
+  },
+}
+
+describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
+  it('401 without the token or with a wrong one (the same answer), 200 with it; ?token= becomes an HttpOnly cookie', async () => {
+    const { base } = await MOUNTS[name]!()
+    const none = await fetch(`${base}/`)
+    const wrong = await fetch(`${base}/`, { headers: { authorization: 'Bearer not-the-token-at-all' } })
+    const short = await fetch(`${base}/state?token=x`)
+    for (const r of [none, wrong, short]) {
+      expect(r.status).toBe(401)
+      expect(await r.text()).toBe('unauthorized\n')
+    }
+    const page = await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(page.status).toBe(200)
+    const html = await page.text()
+    expect(html).toContain('airlock-shield')
+    expect(html).not.toContain(TOKEN)
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
+    const login = await fetch(`${base}/?token=${TOKEN}`, { redirect: 'manual' })
+    expect(login.status).toBe(303)
+    expect(login.headers.get('location')).toBe('/airlock/')
+    const cookie = login.headers.get('set-cookie')!
+    expect(cookie).toMatch(/HttpOnly; SameSite=Strict/)
+    expect(cookie).not.toContain(TOKEN)
+    const withCookie = await fetch(`${base}/state`, { headers: { cookie: cookie.split(';')[0]! } })
+    expect(withCookie.status).toBe(200)
+  })
+
+  it('streams samples (held, limit, instances) and applies controls posted from the page; the gate follows', async () => {
+    const { base } = await MOUNTS[name]!()
+    const auth = { authorization: `Bearer ${TOKEN}` }
+    expect((await fetch(`${base.replace('/airlock', '')}/`)).status).toBe(200) // one visitor inside
+    await sleep(1_200) // the gate reports once a second
+    const events = await readEvents(`${base}/events`, auth, 2)
+    expect(events[0]!.event).toBe('init')
+    const sample = events.at(-1)!.data as { views: { name: string; sample: { held: number; limit: number; instances: number } }[] }
+    expect(sample.views[0]).toMatchObject({ name: 'shop', sample: { held: 1, limit: 1, instances: 1 } })
+    const post = (body: unknown, headers: Record<string, string> = { 'x-airlock-dashboard': '1' }) =>
+      fetch(`${base}/control`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    expect((await post({ name: 'shop', patch: { limit: 3 } }, {})).status).toBe(400) // no custom header: not from the page
+    const bad = await post({ name: 'shop', patch: { limit: 0 } })
+    expect(bad.status).toBe(400)
+    expect(((await bad.json()) as { error: string }).error).toContain('limit must be a whole number')
+    const ok = await post({ name: 'shop', patch: { limit: 3 } })
+    expect(ok.status).toBe(200)
+    expect(await ok.json()).toMatchObject({ limit: 3, updatedBy: 'dashboard', version: 1 })
+    await until(async () => (await fetch(`${base.replace('/airlock', '')}/`)).status === 200, 3_000)
+  })
+})
+
+describe('the dashboard core', () => {
+  it('refuses a missing or short token with a named error', () => {
+    for (const token of [undefined, 'short']) {
+      try {
+        createDashboard({ token: token as string })
+        expect.unreachable()
+      } catch (err) {
+        expect(isAirlockError(err, 'ERR_AIRLOCK_OPTION')).toBe(true)
+        expect((err as Error).message).toContain('token must be a string of at least 16 characters')
+      }
+    }
+  })
+
+  it('costs one store call per gate per interval, however many pages are open', async () => {
+    const { store, calls } = countStatus(memoryStore())
+    const dash: Dashboard = createDashboard({ token: TOKEN, store, names: ['a', 'b'], interval: 250 })
+    closers.push(() => dash.close())
+    const server = createServer((req, res) => dash.handle(req, res))
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+    closers.push(() => new Promise((ok) => server.close(ok)))
+    await dash.ready
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/events`
+    const before = calls()
+    await Promise.all(Array.from({ length: 8 }, () => readEvents(url, { authorization: `Bearer ${TOKEN}` }, 5)))
+    const during = calls() - before
+    // 8 pages read 4 samples each (~1 s): still 2 names x ~4-5 ticks, not 8x that.
+    expect(during).toBeGreaterThanOrEqual(6)
+    expect(during).toBeLessThanOrEqual(12)
+  })
+
+  it('shows every instance of a gate with its counters', async () => {
+    const store = memoryStore()
+    const a = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
+    const b = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
+    closers.push(() => a.close(), () => b.close())
+    const dash = createDashboard({ token: TOKEN, store, names: ['shop'], interval: 100 })
+    closers.push(() => dash.close())
+    await a.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })
+    await until(() => dash.sampler.views()[0]!.instances.length === 2, 3_000)
+    const view = dash.sampler.views()[0]!
+    expect(view.instances.map((i) => i.counters.admitted).sort()).toEqual([0, 1])
+    expect(view.sample).toMatchObject({ held: 1, limit: 100, instances: 2 })
+  })
+})

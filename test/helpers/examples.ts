@@ -1,0 +1,82 @@
+/**
+ * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` (here
+ * `node --import tsx`, the same loader without npx's lookup), or `npm run demo`. Memory store, no
+ * Redis. Every process started here is killed after each test (its whole process group for npm).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { afterEach } from 'vitest'
+
+export const root = fileURLToPath(new URL('../..', import.meta.url))
+
+export interface Running {
+  child: ChildProcess
+  /** Everything it printed so far (stdout and stderr). */
+  output: () => string
+}
+
+const running: { child: ChildProcess; group: boolean }[] = []
+
+/** Kills what `startExample`/`startNpmScript` started and is still running; call once per test file. */
+export function cleanUpExamples(): void {
+  afterEach(() => {
+    for (const { child, group } of running.splice(0)) {
+      // npm scripts run in their own process group (detached): kill every process in it.
+      try {
+        if (group) process.kill(-child.pid!, 'SIGKILL')
+        else if (child.exitCode === null) child.kill('SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+  })
+}
+
+/** Starts `examples/<file>` with tsx; resolves once its output matches `ready`. */
+export function startExample(file: string, env: Record<string, string>, ready: RegExp): Promise<Running> {
+  return started(spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], options(env, false)), file, ready)
+}
+
+/**
+ * Starts `npm run <script>` in its own process group (so a test can check that no process of it is
+ * left: `process.kill(-child.pid, 0)` throws once the group is empty); resolves once ready.
+ */
+export function startNpmScript(script: string, env: Record<string, string>, ready: RegExp): Promise<Running> {
+  return started(spawn('npm', ['run', script], options(env, true)), `npm run ${script}`, ready, true)
+}
+
+function options(env: Record<string, string>, detached: boolean) {
+  const { REDIS_URL: _ignored, ...rest } = process.env
+  return { cwd: root, env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], detached }
+}
+
+function started(child: ChildProcess, label: string, ready: RegExp, group = false): Promise<Running> {
+  running.push({ child, group })
+  let out = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label} did not get ready: ${out}`)), 30_000)
+    const onData = (d: Buffer): void => {
+      out += d.toString()
+      if (ready.test(out)) {
+        clearTimeout(timer)
+        resolve({ child, output: () => out })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      if (!ready.test(out)) reject(new Error(`${label} exited with ${code}: ${out}`))
+    })
+  })
+}
+
+/** True while some process of the group `pgid` is alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

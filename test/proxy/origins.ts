@@ -1,0 +1,97 @@
+/** Origins for the proxy tests: Python's http.server, PHP's built-in server, a Node origin. */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { WebSocketServer } from 'ws'
+import { freePort } from '../helpers/redis.js'
+import { until } from '../helpers/wait.js'
+
+export interface Origin {
+  url: string
+  stop(): Promise<void>
+}
+
+async function spawned(cmd: string, args: string[], cwd: string, port: number): Promise<Origin> {
+  const proc: ChildProcess = spawn(cmd, args, { cwd, stdio: 'ignore' })
+  const url = `http://127.0.0.1:${port}`
+  await until(async () => (await fetch(url + '/').catch(() => null)) !== null, 15_000, 100)
+  return {
+    url,
+    stop: () =>
+      new Promise((done) => {
+        if (proc.exitCode !== null) return done()
+        proc.once('exit', () => done())
+        proc.kill('SIGTERM')
+      }),
+  }
+}
+
+/** `python3 -m http.server` on a temp dir holding index.html and data.txt. */
+export async function pythonOrigin(): Promise<Origin> {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-py-'))
+  writeFileSync(join(dir, 'index.html'), '<h1>Hello from Python</h1>')
+  writeFileSync(join(dir, 'data.txt'), 'x'.repeat(100_000))
+  const port = await freePort()
+  return spawned('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1'], dir, port)
+}
+
+/** `php -S` with a page that sets a cookie and echoes the method, URI, body and X-Forwarded-*. */
+export async function phpOrigin(): Promise<Origin> {
+  const dir = mkdtempSync(join(tmpdir(), 'airlock-php-'))
+  writeFileSync(
+    join(dir, 'index.php'),
+    `<?php
+if (($_SERVER['REQUEST_URI'] ?? '') === '/teapot') { http_response_code(418); echo 'teapot'; return; }
+setcookie('origin_session', 'abc123');
+header('X-Origin: php');
+echo "<h1>Hello from PHP</h1>";
+echo json_encode(['method' => $_SERVER['REQUEST_METHOD'], 'uri' => $_SERVER['REQUEST_URI'], 'body' => file_get_contents('php://input'),
+  'xff' => $_SERVER['HTTP_X_FORWARDED_FOR'] ?? null, 'proto' => $_SERVER['HTTP_X_FORWARDED_PROTO'] ?? null, 'xhost' => $_SERVER['HTTP_X_FORWARDED_HOST'] ?? null]);
+`,
+  )
+  const port = await freePort()
+  return spawned('php', ['-S', `127.0.0.1:${port}`, join(dir, 'index.php')], dir, port)
+}
+
+/** A Node origin: `PUT /upload` counts the bytes it reads; `GET /download?mb=N` streams N MB; `/ws` echoes. */
+export async function nodeOrigin(): Promise<Origin & { uploaded: () => number }> {
+  let uploaded = 0
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/upload') {
+      let n = 0
+      req.on('data', (c: Buffer) => (n += c.length))
+      req.on('end', () => {
+        uploaded = n
+        res.end(String(n))
+      })
+      return
+    }
+    const mb = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('mb') ?? 1)
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(mb * 1024 * 1024) })
+    const chunk = Buffer.alloc(64 * 1024, 7)
+    let left = mb * 16
+    const pump = (): void => {
+      while (left > 0) {
+        left--
+        if (!res.write(chunk)) return void res.once('drain', pump)
+      }
+      res.end()
+    }
+    pump()
+  })
+  const wss = new WebSocketServer({ server, path: '/ws' })
+  wss.on('connection', (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })))
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    uploaded: () => uploaded,
+    stop: () =>
+      new Promise((done) => {
+        wss.close()
+        server.closeAllConnections()
+        server.close(() => done())
+      }),
+  }
+}
