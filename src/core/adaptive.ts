@@ -176,6 +176,12 @@ export class AdaptiveEstimator {
     // The gentle rise counts only soon after a growth: it is how a limit a slot or two past the
     // capacity shows. Without one it is the host's own load (more requests, more CPU): hold.
     const gentle = this.#hurt && ratio > TOLERANCE && slowBefore && this.#sinceGrowth <= RECENT_GROWTH
+    if (!this.#hurt && this.#slow && slowBefore) {
+      // A gentle rise that lasts ends the slow start without a cut (as TCP's ssthresh): from here
+      // the probe goes one slot at a time, never again x1.5 past where the backend began to slow.
+      this.#hurt = true
+      this.#ceiling = limit
+    }
     if (ratio > SHARP || gentle) {
       // The gradient: back off with how much slower the backend got (gently when it is a little: the
       // square root), at most by half.

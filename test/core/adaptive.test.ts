@@ -47,6 +47,17 @@ describe('the adaptive estimator', () => {
     expect(step.factor).toBeCloseTo(Math.sqrt(TOLERANCE / 2), 2)
   })
 
+  it('ends the slow start without a cut when latency rises gently and stays up, then probes a slot at a time', () => {
+    const e = new AdaptiveEstimator()
+    expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1 }, 20)).toMatchObject({ reason: 'growth', factor: 1.5 })
+    // 1.2x the baseline: above the tolerance, not sharp. Once is noise; twice ends the slow start.
+    expect(e.step({ samples: 100, p95: 60, failures: 0, refused: 1 }, 30)).toMatchObject({ reason: 'steady', factor: 1 })
+    expect(e.step({ samples: 100, p95: 60, failures: 0, refused: 1 }, 30)).toMatchObject({ reason: 'steady', factor: 1 })
+    // Latency back to normal: growth resumes, but by one slot, then two (not x1.5 past 30).
+    expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1 }, 30).factor).toBeCloseTo(31 / 30, 5)
+    expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1 }, 31).factor).toBeCloseTo(33 / 31, 5)
+  })
+
   it('grows only while demand presses; idle or quiet windows hold the limit', () => {
     const e = new AdaptiveEstimator()
     expect(e.step({ samples: 2, p95: 50, failures: 0, refused: 5 }, 10).reason).toBe('idle')
