@@ -8,12 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
-import type { Browser } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
+import { chromiumAvailable, useChromium } from '../helpers/browser.js'
 
 async function startSite(retryAfter: number) {
   const store = memoryStore()
@@ -69,17 +68,11 @@ const RECORD_VISITS = `(() => {
 })()`
 
 describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
-  let browser: Browser
-  beforeAll(async () => {
-    browser = await launchChromium()
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-  })
+  const browser = useChromium()
 
   it('shows the busy page, retries by itself under its strict CSP, and reaches the app once a slot frees', async () => {
     const site = await startSite(1)
-    const context = await browser.newContext({ viewport: { width: 720, height: 420 } })
+    const context = await browser().newContext({ viewport: { width: 720, height: 420 } })
     try {
       const page = await context.newPage()
       const statuses: number[] = []
@@ -114,7 +107,7 @@ describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
   it('counts down the delay it really waits: the number shown at load, one a second, then reloads', async () => {
     const retryAfter = 2 // jittered to 1..3 s
     const site = await startSite(retryAfter)
-    const context = await browser.newContext()
+    const context = await browser().newContext()
     try {
       await context.addInitScript(RECORD_VISITS)
       const page = await context.newPage()
@@ -142,7 +135,7 @@ describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
 
   it('retries without JavaScript too (meta refresh)', async () => {
     const site = await startSite(1)
-    const context = await browser.newContext({ javaScriptEnabled: false })
+    const context = await browser().newContext({ javaScriptEnabled: false })
     try {
       const page = await context.newPage()
       let loads = 0
@@ -161,7 +154,7 @@ describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
 
   it('takes a screenshot of the busy page (docs/busy-page.png with UPDATE_SCREENSHOTS=1)', async () => {
     const site = await startSite(5)
-    const context = await browser.newContext({ viewport: { width: 720, height: 420 } })
+    const context = await browser().newContext({ viewport: { width: 720, height: 420 } })
     try {
       const page = await context.newPage()
       expect((await page.goto(site.url))?.status()).toBe(503)

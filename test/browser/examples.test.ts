@@ -4,29 +4,22 @@
  * HTML form, and must free the visitor's slot (Fastify answers a form post 415 unless the app can
  * parse `application/x-www-form-urlencoded`).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser } from 'playwright-core'
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
+import { describe, expect, it } from 'vitest'
+import { chromiumAvailable, useChromium } from '../helpers/browser.js'
 import { cleanUpExamples, startExample } from '../helpers/examples.js'
 import { freePort } from '../helpers/redis.js'
 
 cleanUpExamples()
 
 describe.skipIf(!chromiumAvailable)('examples in a real browser', () => {
-  let browser: Browser
-  beforeAll(async () => {
-    browser = await launchChromium()
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-  })
+  const browser = useChromium()
 
   it('npm run demo: "Leave" frees the visitor\'s slot', async () => {
     const port = await freePort()
     await startExample('demo.ts', { PORT: String(port) }, /Ctrl-C to stop/)
     const url = `http://127.0.0.1:${port}/`
     const held = async (): Promise<number> => ((await (await fetch(`${url}stats`)).json()) as { held: number }).held
-    const context = await browser.newContext()
+    const context = await browser().newContext()
     try {
       const page = await context.newPage()
       expect((await page.goto(url))?.status()).toBe(200)
@@ -45,8 +38,8 @@ describe.skipIf(!chromiumAvailable)('examples in a real browser', () => {
     const port = await freePort()
     await startExample('waiting-room.ts', { PORT: String(port) }, /waiting room demo on/)
     const url = `http://127.0.0.1:${port}/`
-    const first = await browser.newContext()
-    const second = await browser.newContext()
+    const first = await browser().newContext()
+    const second = await browser().newContext()
     try {
       const inside = await first.newPage()
       expect((await inside.goto(url))?.status()).toBe(200)

@@ -4,18 +4,14 @@
  * The visitor is admitted, reads for 15 s while cookie-less newcomers keep every other slot full,
  * then clicks: 200. Without anything confirming the pass, that click got 503 (the control case).
  */
-import { existsSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
-import { chromium, type Browser } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
+import { chromiumAvailable, useChromium } from '../helpers/browser.js'
 import { sleep } from '../helpers/wait.js'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available && process.env.CI) throw new Error(`CI=true but no Chromium at ${CHROMIUM}: the browser test must run in CI`)
 
 const READ_MS = 15_000
 const silent = { warn() {}, info() {} }
@@ -63,22 +59,13 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
   }
 }
 
-describe.skipIf(!available)('a reader keeps their slot (real browser)', () => {
-  let browser: Browser
-  beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    })
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-  })
+describe.skipIf(!chromiumAvailable)('a reader keeps their slot (real browser)', () => {
+  const browser = useChromium()
 
   /** Opens the page, reads READ_MS, clicks: the status of the click's page. */
   async function readThenClick(options: { bare: boolean; confirm?: boolean }): Promise<{ first: number; next: number; held: number }> {
     const s = await site(options)
-    const context = await browser.newContext()
+    const context = await browser().newContext()
     try {
       const page = await context.newPage()
       const first = (await page.goto(`${s.url}/`))?.status() ?? 0

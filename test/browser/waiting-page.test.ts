@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
-import type { Browser, BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
 import type { GateQueueOptions } from '../../src/gate/line.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
+import { chromiumAvailable, useChromium } from '../helpers/browser.js'
 
 async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
   const app: FastifyInstance = Fastify({ forceCloseConnections: true })
@@ -45,20 +45,14 @@ function visitor(url: string) {
 }
 
 describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
-  let browser: Browser
-  beforeAll(async () => {
-    browser = await launchChromium()
-  }, 60_000)
-  afterAll(async () => {
-    await browser?.close()
-  })
+  const browser = useChromium()
 
   it('limit 1: the second browser waits at position 1, polls by itself, and reaches the app when the first releases', async () => {
     const site = await startSite()
     const contexts: BrowserContext[] = []
     try {
-      const first = await browser.newContext()
-      const second = await browser.newContext({ viewport: { width: 720, height: 420 } })
+      const first = await browser().newContext()
+      const second = await browser().newContext({ viewport: { width: 720, height: 420 } })
       contexts.push(first, second)
       const holder = await first.newPage()
       expect((await holder.goto(site.url))?.status()).toBe(200)
@@ -101,7 +95,7 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
 
   it('pauses its polls while the tab is hidden (keep-alive only) and polls at once when shown again', async () => {
     const site = await startSite({ pollInterval: 250, claimWindow: 10_000, idleTimeout: 30_000 }) // keep-alive: 8 s
-    const context = await browser.newContext()
+    const context = await browser().newContext()
     try {
       expect(await visitor(site.url)()).toBe(200) // holds the slot
       const page = await context.newPage()
@@ -131,7 +125,7 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
 
   it('moves on without JavaScript too (meta refresh)', async () => {
     const site = await startSite({ pollInterval: 1000 })
-    const context = await browser.newContext({ javaScriptEnabled: false })
+    const context = await browser().newContext({ javaScriptEnabled: false })
     try {
       const holder = visitor(site.url)
       expect(await holder()).toBe(200)
@@ -153,7 +147,7 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
 
   it('takes a screenshot of the waiting page (docs/waiting-page.png with UPDATE_SCREENSHOTS=1)', async () => {
     const site = await startSite({ pollInterval: 2000 })
-    const context = await browser.newContext({ viewport: { width: 720, height: 420 } })
+    const context = await browser().newContext({ viewport: { width: 720, height: 420 } })
     try {
       // A line with some history, so the page shows a measured estimate.
       let holder = visitor(site.url)
