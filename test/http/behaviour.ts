@@ -15,7 +15,7 @@ import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, SECRET, startApp, Stats, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 
 async function held(store: Store, name = 'default'): Promise<number> {
@@ -114,15 +114,7 @@ async function fullPass(browser: Browser, cookieName = 'airlock_pass'): Promise<
 
 /** The suite on the memory store. */
 export function behaviour(adapter: AdapterName): void {
-  const apps: TestApp[] = []
-  const start = async (setup: AppSetup): Promise<TestApp> => {
-    const app = await startApp(adapter, setup)
-    apps.push(app)
-    return app
-  }
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((a) => a.close()))
-  })
+  const start = useApps(adapter)
   const quiet = () => recordingLogger()
 
   describe(`${adapter}: session mode`, () => {

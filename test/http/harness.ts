@@ -5,6 +5,7 @@
 import { connect, type AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import Fastify from 'fastify'
+import { afterEach } from 'vitest'
 import express5 from 'express'
 import express4 from 'express4'
 import { airlockShield } from '../../src/fastify.js'
@@ -215,6 +216,19 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
       })
       await Promise.all(middlewares.map((m) => m.close()))
     },
+  }
+}
+
+/** A `startApp` for the enclosing block whose apps are all closed after each test. */
+export function useApps(adapter: AdapterName): (setup?: AppSetup) => Promise<TestApp> {
+  const apps: TestApp[] = []
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()))
+  })
+  return async (setup) => {
+    const app = await startApp(adapter, setup)
+    apps.push(app)
+    return app
   }
 }
 

@@ -4,14 +4,14 @@
  * 404s such as the favicon), and a browser's admitting page links to the gate's own confirm request
  * for pages that make no other request. Cookie-less clients still hold a slot only provisionally.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
 import { createSigner } from '../../src/base/signing.js'
 import { encodePass, PASS_CONTEXT } from '../../src/gate/pass.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep } from '../helpers/wait.js'
-import { Browser, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, hit, SECRET, useApps, type AdapterName, type AppSetup } from './harness.js'
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8'
 const PROVISIONAL = 400
@@ -20,15 +20,7 @@ const held = async (store: Store): Promise<number> => (await store.state('defaul
 
 export function readerBehaviour(adapter: AdapterName): void {
   describe(`${adapter}: a reader keeps their slot`, () => {
-    const apps: TestApp[] = []
-    const start = async (setup: AppSetup): Promise<TestApp> => {
-      const app = await startApp(adapter, setup)
-      apps.push(app)
-      return app
-    }
-    afterEach(async () => {
-      await Promise.all(apps.splice(0).map((a) => a.close()))
-    })
+    const start = useApps(adapter)
     const gate = (store: Store, extra: AppSetup['gate'] = {}) => ({
       limit: 5,
       store,

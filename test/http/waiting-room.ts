@@ -14,7 +14,7 @@ import { waitingPageHashes } from '../../src/pages/waiting.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, SECRET, startApp, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, SECRET, startApp, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 const JSON_ACCEPT = { accept: 'application/json' }
 
@@ -43,15 +43,8 @@ function forgeTicket(fields: { gate?: string; visitorId: string; issuedAt?: numb
 }
 
 export function waitingRoomBehaviour(adapter: AdapterName): void {
-  const apps: TestApp[] = []
-  const start = async (gate: AppSetup['gate']): Promise<TestApp> => {
-    const app = await startApp(adapter, { gate: { store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...gate } })
-    apps.push(app)
-    return app
-  }
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((a) => a.close()))
-  })
+  const startGate = useApps(adapter)
+  const start = (gate: AppSetup['gate']): Promise<TestApp> => startGate({ gate: { store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...gate } })
 
   /** An app with limit 1 whose slot is held by the returned visitor. */
   const full = async (gate: AppSetup['gate'] = {}): Promise<{ app: TestApp; holder: Browser }> => {
