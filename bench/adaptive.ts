@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
+import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
 import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, writeResults } from './lib.js'
 
@@ -38,18 +39,11 @@ function start(file: string, env: Record<string, string>, onLine?: (line: string
   const child = spawn(process.execPath, ['--import', 'tsx', new URL(file, import.meta.url).pathname], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return new Promise((resolve, reject) => {
-    let buf = ''
     child.on('exit', (code) => reject(new Error(`${file} exited ${code}`)))
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString()
-      let i
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i)
-        buf = buf.slice(i + 1)
-        const m = /^listening (\d+)$/.exec(line)
-        if (m) resolve(Number(m[1]))
-        else onLine?.(line)
-      }
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^listening (\d+)$/.exec(line)
+      if (m) resolve(Number(m[1]))
+      else onLine?.(line)
     })
   })
 }

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { resolve } from 'node:path'
+import { createInterface } from 'node:readline'
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/fleet-server.ts')
 
@@ -26,25 +27,18 @@ export async function startFleet(count: number, env: Record<string, string>): Pr
     Array.from({ length: count }, (_, instance) => {
       const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
       procs.push(proc)
-      let buffered = ''
       let err = ''
       proc.stderr!.on('data', (d: Buffer) => (err += d.toString()))
       return new Promise<string>((ok, fail) => {
         const timer = setTimeout(() => fail(new Error(`fleet instance ${instance} did not start: ${err}`)), 20_000)
         proc.on('exit', (code) => fail(new Error(`fleet instance ${instance} exited ${code}: ${err}`)))
-        proc.stdout!.on('data', (d: Buffer) => {
-          buffered += d.toString()
-          let i
-          while ((i = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, i)
-            buffered = buffered.slice(i + 1)
-            const port = /^listening (\d+)$/.exec(line)
-            if (port) {
-              clearTimeout(timer)
-              ok(`http://127.0.0.1:${port[1]}`)
-            } else if (line.startsWith('{')) {
-              events.push({ ...(JSON.parse(line) as Omit<FleetEvent, 'instance'>), instance })
-            }
+        createInterface({ input: proc.stdout! }).on('line', (line) => {
+          const port = /^listening (\d+)$/.exec(line)
+          if (port) {
+            clearTimeout(timer)
+            ok(`http://127.0.0.1:${port[1]}`)
+          } else if (line.startsWith('{')) {
+            events.push({ ...(JSON.parse(line) as Omit<FleetEvent, 'instance'>), instance })
           }
         })
       })
