@@ -16,6 +16,10 @@ export interface FlagSpec {
   help: string
 }
 
+/** The flags every command words the same. */
+export const HELP_FLAG: FlagSpec = { name: 'help', short: 'h', help: 'show this help' }
+export const PREFIX_FLAG: FlagSpec = { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" }
+
 export interface ParsedFlags {
   /** Values of the flags given (switches hold `''`). */
   flags: Map<string, string>

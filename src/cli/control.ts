@@ -5,7 +5,7 @@
 import { hostname, userInfo } from 'node:os'
 import { airlockControl, CONTROL_MODES, type ControlPatch, type ControlState } from '../core/control.js'
 import { isAirlockError } from '../base/errors.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -13,9 +13,9 @@ import { connectRedis } from './redis.js'
 const COMMON: FlagSpec[] = [
   { name: 'name', value: 'NAME', help: "the gate's name option (default 'default')" },
   { name: 'redis', value: 'URL', help: 'Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)' },
-  { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" },
+  PREFIX_FLAG,
 ]
-const GET_FLAGS: FlagSpec[] = [...COMMON, { name: 'json', help: 'print the control as JSON' }, { name: 'help', short: 'h', help: 'show this help' }]
+const GET_FLAGS: FlagSpec[] = [...COMMON, { name: 'json', help: 'print the control as JSON' }, HELP_FLAG]
 const SET_FLAGS: FlagSpec[] = [
   ...COMMON,
   { name: 'limit', value: 'N', help: "slots at once, overriding the gates' limit; 'none' clears it" },
@@ -25,7 +25,7 @@ const SET_FLAGS: FlagSpec[] = [
   { name: 'closes-at', value: 'TIME', help: "ISO 8601 time from which the gate acts as closed; 'none' clears it" },
   { name: 'by', value: 'WHO', help: 'who makes the change, for the logs (default cli:<user>@<host>)' },
   { name: 'json', help: 'print the new control as JSON' },
-  { name: 'help', short: 'h', help: 'show this help' },
+  HELP_FLAG,
 ]
 
 export const CONTROL_HELP = `Usage: airlock control get --name NAME --redis URL [--json]

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard } from '../dashboard/server.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -16,9 +16,9 @@ const FLAGS: FlagSpec[] = [
   { name: 'name', value: 'NAMES', help: "gate names to show, comma-separated (default 'default')" },
   { name: 'port', value: 'N', help: 'port to listen on (default 9090)' },
   { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
-  { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" },
+  PREFIX_FLAG,
   { name: 'read-only', help: 'show the gates without the live controls' },
-  { name: 'help', short: 'h', help: 'show this help' },
+  HELP_FLAG,
 ]
 
 export const DASHBOARD_HELP = `Usage: airlock dashboard --redis URL [--name NAMES] [--port 9090] [--host 127.0.0.1]

@@ -14,6 +14,8 @@ import {
   parseFlags,
   redactUrl,
   redisUrlFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
   type FlagSpec,
 } from './args.js'
 import { CliError, EXIT, UsageError } from './exit.js'
@@ -30,8 +32,8 @@ export const EXEC_FLAGS: readonly FlagSpec[] = [
   { name: 'wait', value: 'DURATION', help: "how long to wait for a slot, in arrival order; 0 tries once (default 0); 'forever' waits" },
   { name: 'kill-after', value: 'DURATION', help: 'after a lost slot, SIGKILL the command if SIGTERM has not stopped it within this (default 10s)' },
   { name: 'redis', value: 'URL', help: 'Redis holding the slots: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; required)' },
-  { name: 'prefix', value: 'PREFIX', help: 'Redis key prefix (default airlock)' },
-  { name: 'help', short: 'h', help: 'show this help' },
+  PREFIX_FLAG,
+  HELP_FLAG,
 ]
 
 export const EXEC_HELP = `Usage: airlock exec --name NAME --redis URL [options] [--] COMMAND [ARGS...]

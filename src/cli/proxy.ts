@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { isAirlockError } from '../base/errors.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import { durationFlag, flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import { durationFlag, flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -14,7 +14,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'port', value: 'N', help: 'port to listen on (default 3000)' },
   { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
   { name: 'redis', value: 'URL', help: 'Redis for slots shared by several proxies (default $AIRLOCK_REDIS_URL; else in memory)' },
-  { name: 'prefix', value: 'PREFIX', help: 'Redis key prefix (default airlock)' },
+  PREFIX_FLAG,
   { name: 'config', value: 'FILE', help: 'a JSON file of gate and proxy options (flags win)' },
   { name: 'name', value: 'NAME', help: "the gate's name (default 'default')" },
   { name: 'limit', value: 'N', help: 'visitors (session mode) or requests (request mode) at once (default 100)' },
@@ -27,7 +27,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'metrics', value: 'PATH', help: 'serve Prometheus metrics at PATH (needs prom-client)' },
   { name: 'dashboard', value: 'PATH', help: 'serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)' },
   { name: 'no-gate', help: 'forward without the gate (to compare)' },
-  { name: 'help', short: 'h', help: 'show this help' },
+  HELP_FLAG,
 ]
 
 export const PROXY_HELP = `Usage: airlock proxy --target URL [--port 3000] [--limit N] [--redis URL] [options]

@@ -6,7 +6,7 @@ import { isAirlockError } from '../base/errors.js'
 import { apiKeysFromEnv, KEY_ENV, type ApiKeys } from '../lock-server/keys.js'
 import { createLockServer } from '../lock-server/server.js'
 import { memoryStore } from '../stores/memory.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, type FlagSpec } from './args.js'
+import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -17,11 +17,11 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { name: 'port', short: 'p', value: 'PORT', help: 'port to listen on (default 8080)' },
   { name: 'host', value: 'HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)' },
   { name: 'redis', value: 'URL', help: 'Redis for locks, resources and data: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; without it: memory)' },
-  { name: 'prefix', value: 'PREFIX', help: 'Redis key prefix (default airlock)' },
+  PREFIX_FLAG,
   { name: 'body-limit', value: 'BYTES', help: 'largest request body; larger gets 413 (default 1048576)' },
   { name: 'data-format', value: 'FORMAT', help: "reads answer 'envelope' ({\"data\":\"<json>\"}, the Small Resource Server's) or 'raw' (the JSON itself); default envelope" },
   { name: 'log-level', value: 'LEVEL', help: `JSON log lines on stdout at this level: ${LOG_LEVELS.join(', ')} (default info)` },
-  { name: 'help', short: 'h', help: 'show this help' },
+  HELP_FLAG,
 ]
 
 export const SERVE_HELP = `Usage: airlock serve [--port 8080] [--host 127.0.0.1] [--redis URL] [options]
