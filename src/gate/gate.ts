@@ -36,8 +36,6 @@ export { GATE_OPTION_KEYS } from './types.js'
 export { CONFIRM_QUERY, holdsPass } from './decisions.js'
 export { openGates } from './registry.js'
 
-
-
 /**
  * A framework-free gate. Create with {@link createGate}; route-level gates with {@link Gate.child}.
  * Its secrets are private (not even `util.inspect` shows them).

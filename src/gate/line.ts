@@ -28,8 +28,6 @@ export interface GateQueueOptions extends Partial<QueueSettings> {
   page?: WaitingPage
 }
 
-
-
 /** The waiting-room part of a gate: the line in the store, tickets, and the queued answers. */
 export class GateLine {
   readonly room: WaitingRoom
