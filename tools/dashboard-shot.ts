@@ -13,6 +13,7 @@ const port = await freePort()
 const hug = spawn(process.execPath, ['--import', 'tsx', 'bench/hug.ts'], {
   env: { ...process.env, SCENARIOS: 'session-redis|queue-redis', SECONDS: '25', DASHBOARD_PORT: String(port), AIRLOCK_DASHBOARD_TOKEN: token, UNLOADED_PAGES: '5' },
   stdio: ['ignore', 'pipe', 'pipe'],
+  detached: true, // its own process group: the hug and the servers it starts stop together
 })
 let log = ''
 hug.stdout.on('data', (d: Buffer) => (log += d.toString()))
@@ -32,5 +33,7 @@ try {
   console.log(`wrote ${out}`)
 } finally {
   await browser.close()
-  hug.kill('SIGTERM')
+  const exited = new Promise((r) => hug.once('exit', r))
+  process.kill(-hug.pid!, 'SIGTERM')
+  await exited
 }

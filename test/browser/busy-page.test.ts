@@ -12,7 +12,8 @@ import { describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { chromiumAvailable, useChromium } from '../helpers/browser.js'
+import { chromiumAvailable } from '../helpers/browser.js'
+import { useChromium } from '../helpers/use-chromium.js'
 
 async function startSite(retryAfter: number) {
   const store = memoryStore()

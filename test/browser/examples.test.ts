@@ -5,7 +5,8 @@
  * parse `application/x-www-form-urlencoded`).
  */
 import { describe, expect, it } from 'vitest'
-import { chromiumAvailable, useChromium } from '../helpers/browser.js'
+import { chromiumAvailable } from '../helpers/browser.js'
+import { useChromium } from '../helpers/use-chromium.js'
 import { cleanUpExamples, startExample } from '../helpers/examples.js'
 import { freePort } from '../helpers/redis.js'
 

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { chromiumAvailable, useChromium } from '../helpers/browser.js'
+import { chromiumAvailable } from '../helpers/browser.js'
+import { useChromium } from '../helpers/use-chromium.js'
 import { sleep } from '../helpers/wait.js'
 
 

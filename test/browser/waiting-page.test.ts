@@ -15,7 +15,8 @@ import type { BrowserContext } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
 import type { GateQueueOptions } from '../../src/gate/line.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { chromiumAvailable, useChromium } from '../helpers/browser.js'
+import { chromiumAvailable } from '../helpers/browser.js'
+import { useChromium } from '../helpers/use-chromium.js'
 
 async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
   const app: FastifyInstance = Fastify({ forceCloseConnections: true })
