@@ -100,10 +100,10 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       return
     }
     if (d.kind === 'admit' && d.slot !== undefined) releaseWhenDone(res, d.slot)
-    else if (gate.adaptive && (d.kind === 'admit' || d.kind === 'pass')) {
+    else if (gate.measures(d)) {
       // The adaptive limit learns from the response time of admitted requests.
       const t0 = performance.now()
-      ;(res as unknown as ServerResponse).once('finish', () => gate.measure(performance.now() - t0, res.statusCode >= 500))
+      ;(res as unknown as ServerResponse).once('finish', () => gate.measure(performance.now() - t0, res.statusCode >= 500, d))
     }
     next()
   }

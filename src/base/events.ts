@@ -68,9 +68,12 @@ export interface LimitEvent {
   gate: string
   limit: number
   previous: number
-  /** `failures`, `latency` (the gradient), `growth` (demand pressed, latency held). */
+  /**
+   * `failures`, `latency` (the gradient), `growth` (demand pressed, latency held); `steady` or
+   * `idle` when the figure took over a live limit's (the adaptive limit goes on from it).
+   */
   reason: string
-  /** The no-load latency estimate and the window's median (ms). */
+  /** The no-load latency estimate and the judged window's 95th percentile (ms). */
   baseline: number | null
   recent: number | null
 }

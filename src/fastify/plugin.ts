@@ -65,6 +65,8 @@ interface Slots {
   gate: symbol
   decision: symbol
   flags: symbol
+  /** Session mode with the adaptive limit: when the gate let the request on (performance.now()). */
+  since: symbol
 }
 type Hooked = FastifyReply & Record<symbol, unknown>
 
@@ -126,6 +128,7 @@ function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
       return
     }
     if (d.kind === 'admit' && d.slot !== undefined) watchAbort(request, reply, d.slot)
+    else if (gate.measures(d)) reply[s.since] = performance.now()
     done()
   }
 
@@ -146,7 +149,8 @@ function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
     // The adaptive limit learns from the response time of admitted requests (passes and newcomers).
     function onMeasure(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
       const d = (reply as Hooked)[s.decision] as GateDecision | null
-      if (d !== null && (d.kind === 'pass' || d.kind === 'admit')) gate.measure(reply.elapsedTime, reply.statusCode >= 500)
+      // The route's own time, from the gate's decision on (not the decision's store call, nor a wait).
+      if (d !== null && gate.measures(d)) gate.measure(performance.now() - ((reply as Hooked)[s.since] as number), reply.statusCode >= 500, d)
       done()
     }
     return { onRequest, onConfirm, onMeasure }
@@ -190,11 +194,12 @@ function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void 
 
 /** Reply slots for one more gate (its own symbols), registered on the instance. */
 function newSlots(fastify: FastifyInstance, registry: Registry, name: string): Slots {
-  const slots: Slots = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`) }
+  const slots: Slots = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`), since: Symbol(`airlock.${name}.since`) }
   registry.slots.push(slots)
   fastify.decorateReply(slots.gate, null)
   fastify.decorateReply(slots.decision, null)
   fastify.decorateReply(slots.flags, 0)
+  fastify.decorateReply(slots.since, 0)
   return slots
 }
 

@@ -10,8 +10,10 @@
 import { limitChannel, type LimitEvent } from '../base/events.js'
 import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, type AdaptiveStep } from '../core/adaptive.js'
 import { AdaptiveBoard } from '../stores/adaptive-board.js'
-import { applyFactor, type AdaptReport, type Store } from '../stores/types.js'
+import type { AdaptReport, Store } from '../stores/types.js'
 import type { EffectiveLimit } from './limit.js'
+import { holdsPass } from './decisions.js'
+import type { GateDecision } from './types.js'
 
 export interface AdaptiveSettings {
   min: number
@@ -33,8 +35,31 @@ export interface AdaptiveState extends AdaptiveSettings {
 /** How often each instance hands its window to the fleet (ms): short, because a fleet sees the effect of a change only a window or two later. */
 export const ADAPTIVE_WINDOW_MS = 125
 
-/** Samples a window needs before it is judged (else it waits, up to 4 windows): a 95th percentile of fewer is mostly noise. */
+/**
+ * Samples a window needs before it is judged (else it waits, up to 4 windows): a 95th percentile of
+ * fewer is mostly noise. Twice the limit when that is less (at least 5), so a small limit is judged
+ * every window and the slow start from `min: 2` is not four times slower.
+ */
 const JUDGE_SAMPLES = 20
+const judgeSamples = (limit: number): number => Math.max(5, Math.min(JUDGE_SAMPLES, 2 * limit))
+
+/** An instance's own brake after a failure lasts until the fleet's figure moves, or this many windows. */
+const BRAKE_WINDOWS = 8
+
+/**
+ * A window's 95th percentile, never its slowest request while it holds fewer than 40: in a window
+ * of 15 the 95th percentile is the slowest one, and one request slowed by a garbage collection or
+ * a busy core would read as the backend slowing down.
+ */
+function windowP95(buckets: [number, number][], samples: number): number | null {
+  return histogramQuantile(new Map(buckets), Math.min(0.95, (samples - 2) / samples))
+}
+
+/** A failed request keeps its slot at most this long (ms), whatever a good request takes. */
+const MAX_KEEP_MS = 5_000
+
+/** Session mode: passes held back after a failure, at most (beyond, the list starts afresh). */
+const MAX_HELD_BACK = 10_000
 
 export class Adaptor {
   readonly #buckets = new Uint32Array(LATENCY_BUCKETS)
@@ -44,6 +69,16 @@ export class Adaptor {
   #timer: NodeJS.Timeout | undefined
   #busy = false
   #state: AdaptiveState
+  /** A good request's time here (ms, a moving average): how long a failed request keeps its slot. */
+  #good = 0
+  /**
+   * The instance's own brake: each failure it sees lowers its limit by one at once (to half the
+   * fleet's figure at most), without waiting for the fleet's judge; `fleet` is the fleet's figure
+   * it applies to, `windows` how long it has held.
+   */
+  #brake: { limit: number; fleet: number; windows: number } | undefined
+  /** Session mode: passes whose last request failed, and the local time before which their next one waits. */
+  readonly #heldBack = new Map<string, number>()
   /** Where the fleet's figure is kept: the store, or this gate alone when the store keeps none. */
   readonly #fleet: Pick<Required<Store>, 'adapt' | 'adaptCommit'>
 
@@ -53,6 +88,8 @@ export class Adaptor {
     private readonly limit: EffectiveLimit,
     private readonly settings: AdaptiveSettings,
     private readonly window: number,
+    /** Session mode: a slot is a visitor (see `AdaptiveWindow.sessions`). */
+    private readonly sessions: boolean,
     private readonly onError: (err: unknown) => void,
   ) {
     this.#state = { ...settings, limit: settings.initial, baseline: null, recent: null, reason: 'start' }
@@ -60,21 +97,83 @@ export class Adaptor {
     if (typeof store.adapt === 'function' && typeof store.adaptCommit === 'function') {
       this.#fleet = { adapt: store.adapt.bind(store), adaptCommit: store.adaptCommit.bind(store) }
     } else {
+      // A store that keeps no fleet figure: this gate keeps its own, and counts what is inside with state().
       const board = new AdaptiveBoard()
-      this.#fleet = { adapt: async (_, r) => board.report(r, Date.now()), adaptCommit: async (_, c) => board.commit(c) }
+      this.#fleet = { adapt: async (n, r) => board.report(r, Date.now(), (await store.state(n)).held), adaptCommit: async (_, c) => board.commit(c) }
     }
     this.#timer = setInterval(() => void this.tick(), window).unref()
+    // Go on from the fleet's figure at once (a restarted gate, a new instance), not after a window.
+    void this.tick()
   }
 
   get state(): AdaptiveState {
     return this.#state
   }
 
-  /** One admitted request ended after `ms`; `failed`: a 5xx, a thrown handler, a timeout. */
-  measured(ms: number, failed: boolean): void {
+  /**
+   * One admitted request ended after `ms`; `failed`: a 5xx, a thrown handler, a timeout. A failure
+   * brakes this instance at once, until the fleet's judge has spoken: one slot less per failure in
+   * request mode (at most half the fleet's figure), one newcomer less in session mode; and holds
+   * back the next request of the pass `decision` held, if any.
+   */
+  measured(ms: number, failed: boolean, decision?: GateDecision): void {
     this.#buckets[latencyBucket(ms)]!++
     this.#samples++
-    if (failed) this.#failures++
+    if (!failed) {
+      this.#good = this.#good === 0 ? ms : this.#good + (ms - this.#good) / 16
+      return
+    }
+    this.#failures++
+    if (decision !== undefined && holdsPass(decision)) this.#failedPass(decision.token, ms)
+    const fleet = this.#state.limit
+    const floor = Math.max(this.settings.min, Math.ceil(fleet / 2))
+    // Request mode: each failure is about one slot too many (its slot is kept as long as a good
+    // request's, so it does not cycle). Session mode: the failures of the visitors inside say little
+    // of how many are too many; one newcomer less until the judge has spoken.
+    const braked = this.sessions ? fleet - 1 : Math.min(fleet, this.#brake?.limit ?? fleet) - 1
+    const limit = Math.max(floor, braked)
+    this.#brake = { limit, fleet, windows: 0 }
+    this.limit.setAdaptive(limit)
+  }
+
+  /**
+   * Request mode: how much longer (ms) a failed request keeps its slot, `elapsed` ms after its
+   * admission: up to a good request's time. A backend that fails at once then cannot turn a slot
+   * past its capacity into thousands of failures a second; a failure costs what a success costs.
+   */
+  keepFailed(elapsed: number): number {
+    return Math.max(0, Math.min(this.#good, MAX_KEEP_MS) - elapsed)
+  }
+
+  /**
+   * Session mode: the request of pass `token` failed after `ms`. Its next request waits until a
+   * good request's time has passed since this one began: a client that retries a fast failure at
+   * once would otherwise fail thousands of times a second on a slot past the capacity.
+   */
+  #failedPass(token: string, ms: number): void {
+    const keep = this.keepFailed(ms)
+    if (keep <= 0) return
+    if (this.#heldBack.size >= MAX_HELD_BACK) this.#heldBack.clear()
+    this.#heldBack.set(token, Date.now() + keep)
+  }
+
+  /**
+   * Session mode: true when the limit learns from the response to `decision`: a pass holder, or a
+   * newcomer admitted to a slot; not a request let in without a slot while the store failed
+   * (`onStoreError: 'open'`): the limit did not let it in, so its outcome says nothing of the limit.
+   */
+  learnsFrom(decision: GateDecision): boolean {
+    return decision.kind === 'pass' || (decision.kind === 'admit' && decision.reason !== 'store-unavailable')
+  }
+
+  /** A promise of `d` after the wait a failure of its pass set; `undefined`: go on now. */
+  holdBack<D extends GateDecision>(d: D): Promise<D> | undefined {
+    if (this.#heldBack.size === 0 || d.kind !== 'pass') return undefined
+    const until = this.#heldBack.get(d.token)
+    if (until === undefined) return undefined
+    this.#heldBack.delete(d.token)
+    const wait = until - Date.now()
+    return wait > 0 ? new Promise((resolve) => setTimeout(resolve, wait, d)) : undefined
   }
 
   /** A visitor was turned away or queued: demand above the limit. */
@@ -91,14 +190,18 @@ export class Adaptor {
     this.#busy = true
     const { min, max, initial } = this.settings
     try {
-      const answer = await this.#fleet.adapt(this.name, { ...this.#take(), min, max, initial, every: this.window, minSamples: JUDGE_SAMPLES })
+      const answer = await this.#fleet.adapt(this.name, { ...this.#take(), min, max, initial, every: this.window, minSamples: judgeSamples(this.#state.limit) })
       let limit = answer.limit
       let state = answer.state
       if (answer.judge) {
-        const { turn, samples, failures, refused, buckets } = answer.judge
+        const { turn, samples, failures, refused, inside, buckets } = answer.judge
         const estimator = AdaptiveEstimator.restore(answer.state)
-        const step = estimator.step({ samples, failures, refused, p95: histogramQuantile(new Map(buckets), 0.95) }, limit)
-        const next = applyFactor(limit, step.factor, min, max)
+        // Judged at the figure that was in force: a live limit overrides the fleet's, and what the
+        // window shows is what that figure let happen. So a cleared live limit leaves the adaptive
+        // limit where the live one was tested, not where it was before (or grew to) unseen.
+        const inForce = this.limit.control ?? limit
+        const step = estimator.step({ samples, failures, refused, inside, sessions: this.sessions, p95: windowP95(buckets, samples) }, inForce)
+        const next = Math.min(max, Math.max(min, step.limit))
         const saved = estimator.save()
         if (await this.#fleet.adaptCommit(this.name, { turn, limit: next, state: saved, min, max })) {
           limit = next
@@ -125,13 +228,15 @@ export class Adaptor {
     return taken
   }
 
-  /** Puts the fleet's figure in force here, and tells of a change. */
+  /** Puts the fleet's figure in force here (under this instance's brake while it holds), and tells of a change. */
   #show(limit: number, state: string | null): void {
     const previous = this.#state.limit
     const estimator = AdaptiveEstimator.restore(state)
     const { reason, recent } = estimator.last
     this.#state = { ...this.settings, limit, baseline: estimator.baseline, recent, reason }
-    this.limit.setAdaptive(limit)
+    const brake = this.#brake
+    if (brake !== undefined && (brake.fleet !== limit || ++brake.windows > BRAKE_WINDOWS)) this.#brake = undefined
+    this.limit.setAdaptive(this.#brake === undefined ? limit : Math.min(limit, this.#brake.limit))
     if (limit !== previous && limitChannel.hasSubscribers) {
       limitChannel.publish({ gate: this.name, limit, previous, reason, baseline: estimator.baseline, recent } satisfies LimitEvent)
     }
@@ -142,7 +247,14 @@ export class Adaptor {
   }
 }
 
-/** Request mode: measures a request from its admission (`t0`, performance.now()) to its slot's release. */
-export function measureFrom(adaptor: Adaptor, t0: number): (failed: boolean) => void {
-  return (failed) => adaptor.measured(performance.now() - t0, failed)
+/**
+ * Request mode: measures a request from its admission (`t0`, performance.now()) to its slot's
+ * release; answers how much longer a failed request keeps its slot.
+ */
+export function measureFrom(adaptor: Adaptor, t0: number): (failed: boolean) => number {
+  return (failed) => {
+    const elapsed = performance.now() - t0
+    adaptor.measured(elapsed, failed)
+    return failed ? adaptor.keepFailed(elapsed) : 0
+  }
 }

@@ -156,7 +156,7 @@ export class Gate<Req = unknown> {
       if (now < previous) this.pool?.retire()
     })
     this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval)
-    this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, (err) => this.guard.logFailure(err, 'adaptive limit'))
+    this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', (err) => this.guard.logFailure(err, 'adaptive limit'))
     if (s.control) this.ready = steer.start()
     this.#ref = new WeakRef(this as unknown as Gate<never>)
     liveGates.add(this.#ref)
@@ -198,23 +198,28 @@ export class Gate<Req = unknown> {
    */
   decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const d = this.decideNow(view)
-    if (!(d instanceof Promise)) return this.decided(d, -1) // synchronous: no clock read on the hot path
+    // Synchronous: no clock read on the hot path. A pass whose last request failed may wait first.
+    if (!(d instanceof Promise)) return this.#adaptor?.holdBack(d)?.then((x) => this.decided(x, -1)) ?? this.decided(d, -1)
     const t0 = decisionChannel.hasSubscribers ? performance.now() : -1
-    return d.then((decision) => this.decided(decision, t0))
+    return d.then((decision) => this.#adaptor?.holdBack(decision) ?? decision).then((decision) => this.decided(decision, t0))
   }
 
   /**
-   * One admitted request ended after `ms` (`failed`: 5xx, thrown, timed out): what the adaptive
-   * limit learns from. The adapters call it in session mode; request mode measures at the slot's
-   * release. A no-op without `limit: { min, max }`.
+   * Session mode, from the adapters: the response to `decision` ended after `ms` (`failed`: 5xx,
+   * thrown), what the adaptive limit learns from (request mode measures at the slot's release).
    */
-  measure(ms: number, failed: boolean): void {
-    this.#adaptor?.measured(ms, failed)
+  measure(ms: number, failed: boolean, decision?: GateDecision): void {
+    this.#adaptor?.measured(ms, failed, decision)
   }
 
   /** True with an adaptive limit (`limit: { min, max }`): the adapters then report response times. */
   get adaptive(): boolean {
     return this.#adaptor !== undefined
+  }
+
+  /** Session mode: true when the adaptive limit learns from the response to `decision` (see `Adaptor.learnsFrom`). */
+  measures(decision: GateDecision): boolean {
+    return this.#adaptor?.learnsFrom(decision) ?? false
   }
 
   /** Counts a decision, and publishes it while `airlock:decision` has a subscriber (`t0` < 0: taken synchronously). */

@@ -19,6 +19,11 @@ export class EffectiveLimit {
     return this.#control ?? this.#adaptive ?? this.configured
   }
 
+  /** The operator's live limit, `null` when none is set. */
+  get control(): number | null {
+    return this.#control
+  }
+
   /** Where {@link value} comes from. */
   get source(): LimitSource {
     return this.#control !== null ? 'control' : this.#adaptive !== null ? 'adaptive' : 'configured'

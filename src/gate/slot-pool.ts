@@ -158,22 +158,28 @@ export class SlotPool {
 /**
  * A request's slot as the adapters see it: released exactly once, back to the pool (when reusing)
  * or to the store. A failed release is only logged: the slot then frees itself after `ttl`.
+ * `measured` (the adaptive limit) is told how the request ended and answers how much longer (ms) a
+ * failed request keeps its slot; the release then waits that long.
  */
-export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onError: (err: unknown) => void, measured?: (failed: boolean) => void): RequestSlot {
+export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onError: (err: unknown) => void, measured?: (failed: boolean) => number): RequestSlot {
   let done: Promise<boolean> | undefined
+  const free = (): Promise<boolean> => {
+    if (pool) {
+      pool.give(slot, Date.now())
+      return Promise.resolve(true)
+    }
+    return slot.lease.release().catch((err: unknown) => {
+      onError(err)
+      return false
+    })
+  }
   return {
     token: slot.lease.token,
     release: (failed = false) => {
       if (done) return done
-      measured?.(failed)
-      if (pool) {
-        pool.give(slot, Date.now())
-        return (done = Promise.resolve(true))
-      }
-      return (done = slot.lease.release().catch((err: unknown) => {
-        onError(err)
-        return false
-      }))
+      const keep = measured?.(failed) ?? 0
+      done = keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(free) : free()
+      return done
     },
   }
 }

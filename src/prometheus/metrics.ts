@@ -162,7 +162,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   gauge('admission_rate_per_minute', 'The live admission rate in force (absent when none).', (s) => s.control.admissionRate)
   gauge('adaptive_limit', "The adaptive limit's figure for the fleet (absent when off).", (s) => s.adaptive?.limit ?? null)
   gauge('adaptive_latency_baseline_ms', "The adaptive limit's no-load latency estimate, ms.", (s) => s.adaptive?.baseline ?? null)
-  gauge('adaptive_latency_recent_ms', "The adaptive limit's last window median latency, ms.", (s) => s.adaptive?.recent ?? null)
+  gauge('adaptive_latency_recent_ms', "The adaptive limit's last judged window's 95th percentile latency, ms.", (s) => s.adaptive?.recent ?? null)
   new client.Gauge({
     name: `${prefix}control_mode`,
     help: "1 for the live control's mode in force on this instance (normal, queue-all, closed, passthrough), else 0.",

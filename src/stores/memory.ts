@@ -319,7 +319,10 @@ export class MemoryStore implements Store {
     this.assertOpen()
     let board = this.adaptive.get(name)
     if (!board) this.adaptive.set(name, (board = new AdaptiveBoard()))
-    return board.report(report, this.now())
+    const now = this.now()
+    const slots = this.sems.get(name)
+    slots?.purgeHolders(now)
+    return board.report(report, now, slots?.holders.size ?? 0)
   }
 
   async adaptCommit(name: string, commit: AdaptCommit): Promise<boolean> {

@@ -295,8 +295,8 @@ export class RedisStore implements Store {
     const answer: AdaptAnswer = { limit: Number(reply[0]), state: reply[1] ? String(reply[1]) : null }
     if (reply.length > 2) {
       const buckets: [number, number][] = []
-      for (let i = 6; i + 1 < reply.length; i += 2) buckets.push([Number(reply[i]), Number(reply[i + 1])])
-      answer.judge = { turn: Number(reply[2]), samples: Number(reply[3]), failures: Number(reply[4]), refused: Number(reply[5]), buckets }
+      for (let i = 7; i + 1 < reply.length; i += 2) buckets.push([Number(reply[i]), Number(reply[i + 1])])
+      answer.judge = { turn: Number(reply[2]), samples: Number(reply[3]), failures: Number(reply[4]), refused: Number(reply[5]), inside: Number(reply[6]), buckets }
     }
     return answer
   }

@@ -101,12 +101,6 @@ export interface Store {
   close(): Promise<void>
 }
 
-/** How a store applies an adaptive step to a limit: within [min, max], rounding towards the move (small limits still move by one). */
-export function applyFactor(limit: number, factor: number, min: number, max: number): number {
-  const next = factor > 1 ? Math.ceil(limit * factor) : factor < 1 ? Math.floor(limit * factor) : limit
-  return Math.min(max, Math.max(min, next))
-}
-
 /** What {@link Store.adapt} takes: one instance's window, and the limit's bounds. */
 export interface AdaptReport {
   /** Admitted requests that ended in the window, and those that failed. */
@@ -136,8 +130,11 @@ export interface AdaptAnswer {
   limit: number
   /** The estimator's state as the last judge saved it (text), `null` before the first. */
   state: string | null
-  /** Set when the caller is to judge: the fleet's window since the last judging. */
-  judge?: { turn: number; samples: number; failures: number; refused: number; buckets: [number, number][] }
+  /**
+   * Set when the caller is to judge: the fleet's window since the last judging. `inside`: the most
+   * live slots of `name` the store counted at the window's reports (`null` when it cannot tell).
+   */
+  judge?: { turn: number; samples: number; failures: number; refused: number; inside: number | null; buckets: [number, number][] }
 }
 
 /** What {@link Store.adaptCommit} takes. */

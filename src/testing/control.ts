@@ -117,4 +117,23 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     expect(await store.adaptCommit!(name, { turn: third.judge!.turn, limit: 1_000, state: 'S3', min: 4, max: 50 })).toBe(true)
     expect(await report(0, [])).toEqual({ limit: 50, state: 'S3' })
   })
+
+  it('tells the judge what was inside: the most live slots counted at the window\'s reports', async () => {
+    const { name, store } = ctx.fresh()
+    if (typeof store.adapt !== 'function') return // optional: this store keeps no fleet figure
+    const bounds = { min: 1, max: 50, initial: 20, every: 150, minSamples: 1 }
+    const report = () => store.adapt!(name, { samples: 0, failures: 0, refused: 0, buckets: [], ...bounds })
+    const slot = (token: string) => store.acquire(name, { token, limit: 20, ttl: 10_000, weight: 1 })
+    expect((await report()).judge).toMatchObject({ inside: 0 })
+    for (const token of ['a', 'b', 'c']) expect((await slot(token)).status).toBe('acquired')
+    expect(await report()).toEqual({ limit: 20, state: null }) // counted 3, not judged yet
+    expect(await store.release(name, 'b')).toBe(true)
+    expect(await store.release(name, 'c')).toBe(true)
+    expect(await report()).toEqual({ limit: 20, state: null }) // counted 1
+    await sleep(650)
+    // The window's most, not the last count; a new window counts afresh.
+    expect((await report()).judge).toMatchObject({ inside: 3 })
+    await sleep(650)
+    expect((await report()).judge).toMatchObject({ inside: 1 })
+  })
 }

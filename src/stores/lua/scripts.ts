@@ -371,26 +371,22 @@ return out
 )
 
 /**
- * The fleet's adaptive limit: merges one instance's proposed factor into the pending step (the
- * mean of the proposals, unless one is a hard cut below 0.8: then the lowest), applies the step at
- * most once per `every` ms within [min, max] (rounding towards the move), and returns the limit
- * (`initial` at first). `vote` false: only read (an instance with too few samples to judge).
- */
-/**
  * Adds one instance's window to the fleet's pending one (`:ad` fields `ws`, `wf`, `wr`, and `b<i>`
- * histogram counts, from the REST list of bucket/count pairs). Replies { limit, state }; once per
- * `every` ms the caller is the judge: then also { turn, samples, failures, refused, bucket, count,
- * ... } (the pending window, which starts afresh). When a window is judged: see judgeNow in ../types.ts.
+ * histogram counts, from the REST list of bucket/count pairs; `wi` the most live slots counted at
+ * the window's reports). Replies { limit, state }; once per `every` ms the caller is the judge: then
+ * also { turn, samples, failures, refused, inside, bucket, count, ... } (the pending window, which
+ * starts afresh). When a window is judged: see judgeNow in ../types.ts.
  */
 export const ADAPT = script(
   'adapt',
   { samples: 'n', failures: 'n', refused: 'n', initial: 'n', every: 'n', minSamples: 'n' } as const,
   `
 local now = now_ms()
-local v = redis.call('HMGET', AD, 'l', 'st', 'at', 'turn', 'ws', 'wf')
+local v = redis.call('HMGET', AD, 'l', 'st', 'at', 'turn', 'ws', 'wf', 'wi')
 local l = tonumber(v[1] or initial)
 local st = v[2] or ''
 local pending, failed = tonumber(v[5] or '0') + samples, tonumber(v[6] or '0') + failures
+local inside = math.max(tonumber(v[7] or '0'), redis.call('ZCOUNT', H, '(' .. string.format('%.0f', now), '+inf'))
 if samples > 0 then redis.call('HINCRBY', AD, 'ws', samples) end
 if failures > 0 then redis.call('HINCRBY', AD, 'wf', failures) end
 if refused > 0 then redis.call('HINCRBY', AD, 'wr', refused) end
@@ -415,12 +411,17 @@ if age >= 4 * every or (age >= every and (pending >= minSamples or failed > 0)) 
   drop[#drop + 1] = 'ws'
   drop[#drop + 1] = 'wf'
   drop[#drop + 1] = 'wr'
+  drop[#drop + 1] = 'wi'
   redis.call('HDEL', AD, unpack(drop))
   redis.call('HSET', AD, 'at', now, 'turn', turn)
-  reply = { l, st, turn, ws, wf, wr }
+  reply = { l, st, turn, ws, wf, wr, inside }
   for i = 1, #buckets do reply[#reply + 1] = buckets[i] end
 end
-redis.call('HSET', AD, 'l', l)
+if #reply == 2 then
+  redis.call('HSET', AD, 'l', l, 'wi', inside)
+else
+  redis.call('HSET', AD, 'l', l)
+end
 redis.call('PEXPIRE', AD, 3600000)
 return reply
 `,
