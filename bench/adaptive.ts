@@ -1,18 +1,25 @@
 /**
- * The adaptive limit against a backend whose capacity the gate is not told (a program, not a test;
+ * The adaptive limit against backends whose capacity the gate is not told (a program, not a test;
  * part of `npm run hug`).
  *
- * The fragile backend (bench/adaptive/backend.ts, its own process) serves WORK_MS (50) per request
- * up to C in flight and slows, then times out (500), above it; C is 40, then 15, then 60, PHASE_S
- * (20) seconds each. Rows, side by side in one run, each with fresh processes: the gate in request
- * mode at static limit 15, at static limit 60, @fastify/under-pressure, the adaptive limit
- * (`{ min: 5, max: 500 }`), and the adaptive limit on two instances sharing one private Redis.
- * CONNECTIONS (150) clients send requests back to back (a busy 503 waits 50-150 ms: still far
- * more eager than the busy page, which waits Retry-After seconds).
+ * Four backends (bench/adaptive/backend.ts, its own process), each WORK_MS (50) per request up to C
+ * inside: `slow-failure` (slower above C, a 500 after 3 x WORK_MS), `hard-cliff` (an instant 500
+ * above C), `gradual` (the work shared above C: latency grows, throughput does not) with C = 30,
+ * then 10, then 40; and `hard-cliff` whose capacity halves in one step, 40 then 20, while the limit
+ * sits at it. PHASE_S (12) seconds a phase. For each backend, side by side in one run, each with
+ * fresh processes: the gate at a static limit of the lowest and of the highest C, @fastify/under-
+ * pressure, the adaptive limit (`{ min: 2, max: 200 }`) in request mode, on two instances sharing
+ * one private Redis, and in session mode (visitors of VISIT requests each, who then give their pass
+ * back). Then a row for the operator: a hard cliff at C = 12, a live limit of 10 held for
+ * HOLD_S (10) seconds, then cleared.
  *
- * Per phase, counted from 3 s after the change: goodput against the ideal (C x seconds / work
- * time); failures; admitted p99 against the unloaded time. Writes the effective limit against C
- * over time to docs/benchmarks-adaptive.svg. Env: PHASE_S, WORK_MS, CONNECTIONS, ROWS (RegExp).
+ * CONNECTIONS (200) clients send requests back to back (a 500 is retried at once, a busy 503 after
+ * 50-150 ms). Per phase, counted from 2 s after the change: goodput against the ideal (C x seconds
+ * / WORK_MS), failed handler runs (500s) against all handler runs, the p99 of good requests against
+ * the unloaded time; and the bars (failures <= 1 %, goodput >= 0.85, p99 <= 2x unloaded). Writes
+ * the adaptive rows' limit against C over time to docs/benchmarks-adaptive.svg.
+ *
+ * Env: PHASE_S, HOLD_S, WORK_MS, CONNECTIONS, VISIT, BACKENDS and ROWS (RegExps on the labels).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -21,18 +28,48 @@ import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
 import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, writeResults } from './lib.js'
 
-const PHASE_S = envNumber('PHASE_S', 20)
+const PHASE_S = envNumber('PHASE_S', 12)
+const HOLD_S = envNumber('HOLD_S', 10)
 const WORK_MS = envNumber('WORK_MS', 50)
-const CONNECTIONS = envNumber('CONNECTIONS', 150)
-const CAPACITIES = [40, 15, 60]
-const only = process.env.ROWS ? new RegExp(process.env.ROWS) : undefined
-const ROWS = [
-  { label: 'static limit 15', shield: 'static:15', instances: 1 },
-  { label: 'static limit 60', shield: 'static:60', instances: 1 },
-  { label: '@fastify/under-pressure', shield: 'under-pressure', instances: 1 },
-  { label: 'adaptive', shield: 'adaptive:5:500', instances: 1 },
-  { label: 'adaptive, 2 instances on Redis', shield: 'adaptive:5:500', instances: 2, redis: true },
-].filter((r) => !only || only.test(r.label))
+const CONNECTIONS = envNumber('CONNECTIONS', 200)
+const VISIT = envNumber('VISIT', 30)
+/** Phase time not counted after each change of capacity (ms). */
+const SETTLE_MS = 2_000
+const BARS = { failures: 0.01, goodput: 0.85, p99: 2 }
+const ADAPTIVE = 'adaptive:2:200'
+
+const pick = <T extends { label: string }>(xs: T[], env: string): T[] => {
+  const re = process.env[env] ? new RegExp(process.env[env]!) : undefined
+  return xs.filter((x) => !re || re.test(x.label))
+}
+const BACKENDS = pick(
+  [
+    { label: 'slow failure', kind: 'slow-failure', phases: [30, 10, 40] },
+    { label: 'hard cliff', kind: 'hard-cliff', phases: [30, 10, 40] },
+    { label: 'gradual slowdown', kind: 'gradual', phases: [30, 10, 40] },
+    { label: 'hard cliff, capacity halved', kind: 'hard-cliff', phases: [40, 20] },
+  ],
+  'BACKENDS',
+)
+interface Shield {
+  label: string
+  shield: (phases: number[]) => string
+  instances?: number
+  redis?: boolean
+  session?: boolean
+}
+const SHIELDS: Shield[] = pick(
+  [
+    { label: 'static, lowest C', shield: (p) => `static:${Math.min(...p)}` },
+    { label: 'static, highest C', shield: (p) => `static:${Math.max(...p)}` },
+    { label: '@fastify/under-pressure', shield: () => 'under-pressure' },
+    { label: 'adaptive', shield: () => ADAPTIVE },
+    { label: 'adaptive, 2 instances on Redis', shield: () => ADAPTIVE, instances: 2, redis: true },
+    { label: 'adaptive, session mode', shield: () => ADAPTIVE, session: true },
+  ],
+  'ROWS',
+)
+const OVERRIDE = !process.env.ROWS || new RegExp(process.env.ROWS).test('live limit held, then cleared')
 
 const children: ChildProcess[] = []
 function start(file: string, env: Record<string, string>, onLine?: (line: string) => void): Promise<number> {
@@ -52,14 +89,20 @@ const stopChildren = async (): Promise<void> => {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS * 2 })
-function get(port: number): Promise<{ status: number; ms: number }> {
+interface Answer {
+  status: number
+  ms: number
+  cookie: string | undefined
+}
+function send(port: number, path: string, cookie?: string, method = 'GET'): Promise<Answer> {
   const t0 = performance.now()
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method, agent, headers: cookie ? { cookie } : {} }, (res) => {
       res.resume()
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0 }))
+      const set = res.headers['set-cookie']?.find((c) => c.startsWith('airlock_pass'))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, cookie: set?.split(';')[0] }))
     })
-    req.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }))
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - t0, cookie: undefined }))
     req.end()
   })
 }
@@ -71,99 +114,184 @@ interface Done {
   ms: number
 }
 
-async function runRow(row: (typeof ROWS)[number], redisUrl: string | undefined) {
-  const env = { WORK_MS: String(WORK_MS), PHASE_S: String(PHASE_S), PHASES: CAPACITIES.join(',') }
-  const backendPort = await start('./adaptive/backend.ts', env)
-  const limits: { t: number; limit: number; instance: number }[] = []
-  const ports = await Promise.all(
-    Array.from({ length: row.instances }, (_, instance) =>
-      start('./adaptive/server.ts', { ...env, SHIELD: row.shield, BACKEND_URL: `http://127.0.0.1:${backendPort}`, ...(row.redis && redisUrl ? { REDIS_URL: redisUrl } : {}) }, (line) => {
-        const j = JSON.parse(line) as { t: number; limit: number | null }
-        if (j.limit !== null) limits.push({ t: j.t, limit: j.limit, instance })
-      }),
-    ),
-  )
-  // Unloaded: one request at a time.
-  const unloaded: number[] = []
-  for (let i = 0; i < 20; i++) unloaded.push((await get(ports[0]!)).ms)
-  await fetch(`http://127.0.0.1:${backendPort}/`, { method: 'POST' })
-  const t0 = Date.now()
-  const end = t0 + PHASE_S * 1000 * CAPACITIES.length
-  const done: Done[] = []
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async (_, i) => {
-      while (Date.now() < end) {
-        const r = await get(ports[i % ports.length]!)
-        done.push({ t: Date.now() - t0, status: r.status, ms: r.ms })
-        if (r.status === 503 || r.status === 0) await sleep(50 + Math.random() * 100)
-      }
-    }),
-  )
-  await stopChildren()
-  const admitted = done.filter((d) => d.status === 200 || d.status === 500)
-  const phases = CAPACITIES.map((c, p) => {
-    const from = (p * PHASE_S + 3) * 1000
-    const to = (p + 1) * PHASE_S * 1000
-    const inPhase = done.filter((d) => d.t >= from && d.t < to)
-    const ok = inPhase.filter((d) => d.status === 200)
-    const ideal = (c * (to - from)) / WORK_MS
-    return {
-      capacity: c,
-      goodput: ok.length / ideal,
-      failures: inPhase.filter((d) => d.status === 500).length,
-      failuresLast10s: done.filter((d) => d.status === 500 && d.t >= to - 10_000 && d.t < to).length,
-      p99: percentile(ok.map((d) => d.ms), 99),
+/** One client until `end`: back to back; in session mode a visitor of VISIT requests, then the next one. */
+async function client(port: number, session: boolean, end: number, t0: number, done: Done[]): Promise<void> {
+  let cookie: string | undefined
+  let answered = 0
+  while (Date.now() < end) {
+    const r = await send(port, '/', cookie)
+    done.push({ t: Date.now() - t0, status: r.status, ms: r.ms })
+    // A busy answer waits; so does a visitor's error page (a person reloads it, not a loop).
+    if (r.status === 503 || r.status === 0 || (session && r.status === 500)) {
+      await sleep(50 + Math.random() * 100)
+      if (r.status !== 500) continue
     }
-  })
-  return {
-    label: row.label,
-    unloadedMs: percentile(unloaded, 50),
-    admitted: admitted.length,
-    failures: admitted.filter((d) => d.status === 500).length,
-    phases,
-    limits: limits.map((l) => ({ ...l, t: l.t - t0 })).filter((l) => l.t >= 0 && l.instance === 0),
+    cookie = r.cookie ?? cookie
+    if (session && ++answered >= VISIT) {
+      if (cookie) await send(port, '/leave', cookie)
+      cookie = undefined
+      answered = 0
+    }
   }
 }
 
-/** The effective limit of each adaptive row against C over time, as an SVG. */
-function chart(rows: Awaited<ReturnType<typeof runRow>>[]): string {
-  const W = 720
-  const H = 260
-  const total = PHASE_S * CAPACITIES.length * 1000
-  const yMax = 80
-  const x = (t: number) => ((t / total) * (W - 60) + 40).toFixed(1)
-  const y = (v: number) => (H - 30 - (Math.min(v, yMax) / yMax) * (H - 50)).toFixed(1)
-  const cPath = CAPACITIES.map((c, p) => `${p === 0 ? 'M' : 'L'}${x(p * PHASE_S * 1000)} ${y(c)} L${x((p + 1) * PHASE_S * 1000)} ${y(c)}`).join(' ')
-  const colors = ['#2563eb', '#16a34a', '#ea580c', '#7c3aed']
-  const lines = rows
-    .filter((r) => r.label.startsWith('adaptive') && r.limits.length > 0)
-    .map((r, i) => `<path d="${r.limits.map((l, k) => `${k ? 'L' : 'M'}${x(l.t)} ${y(l.limit)}`).join(' ')}" fill="none" stroke="${colors[i]}" stroke-width="2"/><text x="50" y="${20 + i * 16}" fill="${colors[i]}" font-size="12">${r.label}</text>`)
-  const ticks = [0, 20, 40, 60, 80].map((v) => `<text x="8" y="${y(v)}" font-size="11" fill="#556">${v}</text><line x1="40" x2="${W - 20}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`)
-  return (
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" font-family="system-ui,sans-serif"><rect width="${W}" height="${H}" fill="#fff"/>${ticks.join('')}` +
-    `<path d="${cPath}" fill="none" stroke="#9ca3af" stroke-width="3" stroke-dasharray="6 4"/><text x="${W - 200}" y="20" font-size="12" fill="#6b7280">backend capacity C (dashed)</text>${lines.join('')}` +
-    `<text x="${W / 2 - 60}" y="${H - 8}" font-size="11" fill="#556">time (s): C = ${CAPACITIES.join(' -> ')}, ${PHASE_S} s each</text></svg>`
-  )
+interface PhaseFigures {
+  capacity: number
+  goodput: number
+  runs: number
+  failures: number
+  failureRate: number
+  p99: number
 }
 
-const redis = ROWS.some((r) => r.redis) ? await startRedis() : undefined
-try {
-  const results: Awaited<ReturnType<typeof runRow>>[] = []
-  for (const row of ROWS) results.push(await runRow(row, redis?.url))
-  console.log(`# The adaptive limit\n\n${describeMachine(machine())}`)
-  console.log(`backend: ${WORK_MS} ms per request up to C in flight, slower above, 500 past ${3 * WORK_MS} ms; C = ${CAPACITIES.join(', ')} for ${PHASE_S} s each; ${CONNECTIONS} clients; figures from 3 s after each change\n`)
-  const headers = ['', ...results.map((r) => r.label)]
-  const rows: (string | number)[][] = []
-  CAPACITIES.forEach((c, p) => {
-    rows.push([`goodput / ideal, C=${c}`, ...results.map((r) => fixed(r.phases[p]!.goodput, 2))])
-    rows.push([`failures, C=${c} (last 10 s)`, ...results.map((r) => `${r.phases[p]!.failures} (${r.phases[p]!.failuresLast10s})`)])
-    rows.push([`admitted p99 ms, C=${c}`, ...results.map((r) => fixed(r.phases[p]!.p99))])
+function phaseFigures(done: Done[], capacity: number, from: number, to: number): PhaseFigures {
+  const inPhase = done.filter((d) => d.t >= from && d.t < to)
+  const ok = inPhase.filter((d) => d.status === 200)
+  const failures = inPhase.filter((d) => d.status === 500).length
+  const runs = ok.length + failures
+  return { capacity, goodput: ok.length / ((capacity * (to - from)) / WORK_MS), runs, failures, failureRate: failures / Math.max(1, runs), p99: percentile(ok.map((d) => d.ms), 99) }
+}
+
+interface RunOptions {
+  kind: string
+  phases: number[]
+  shield: string
+  instances: number
+  redisUrl: string | undefined
+  session: boolean
+  /** The operator's row: a live limit of `hold.limit` from the start, cleared after `hold.ms`. */
+  hold?: { limit: number; ms: number }
+}
+
+/** Each run's key prefix on the shared Redis: a fresh fleet figure for every row. */
+let runCount = 0
+async function runOnce(o: RunOptions) {
+  const prefix = `adaptive-bench-${++runCount}`
+  const phaseMs = PHASE_S * 1000
+  const total = o.hold ? o.hold.ms + phaseMs : phaseMs * o.phases.length
+  const env = { WORK_MS: String(WORK_MS), PHASE_S: String(total / 1000 / o.phases.length), PHASES: o.phases.join(','), KIND: o.kind }
+  const backendPort = await start('./adaptive/backend.ts', env)
+  const limits: { t: number; limit: number; adaptive: number | null; instance: number }[] = []
+  const ports = await Promise.all(
+    Array.from({ length: o.instances }, (_, instance) =>
+      start('./adaptive/server.ts', { ...env, PREFIX: prefix, SHIELD: o.shield, MODE: o.session ? 'session' : 'request', BACKEND_URL: `http://127.0.0.1:${backendPort}`, ...(o.redisUrl ? { REDIS_URL: o.redisUrl } : {}) }, (line) => {
+        const j = JSON.parse(line) as { t: number; limit: number; adaptive: number | null }
+        limits.push({ ...j, instance })
+      }),
+    ),
+  )
+  // Unloaded: one request at a time (one visitor), then the backend's clock starts.
+  const unloaded: number[] = []
+  let cookie: string | undefined
+  for (let i = 0; i < 20; i++) {
+    const r = await send(ports[0]!, '/', cookie)
+    unloaded.push(r.ms)
+    cookie = r.cookie ?? cookie
+  }
+  if (cookie) await send(ports[0]!, '/leave', cookie)
+  if (o.hold) await send(ports[0]!, `/bench/control?limit=${o.hold.limit}`, undefined, 'POST')
+  await send(backendPort, '/', undefined, 'POST')
+  const t0 = Date.now()
+  const end = t0 + total
+  const done: Done[] = []
+  const clearing = o.hold ? sleep(o.hold.ms).then(() => send(ports[0]!, '/bench/control', undefined, 'DELETE')) : undefined
+  await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => client(ports[i % ports.length]!, o.session, end, t0, done)))
+  await clearing
+  await stopChildren()
+  return { unloadedMs: percentile(unloaded, 50), done, limits: limits.map((l) => ({ ...l, t: l.t - t0 })).filter((l) => l.t >= 0 && l.instance === 0) }
+}
+
+async function runRow(backend: (typeof BACKENDS)[number], s: Shield, redisUrl: string | undefined) {
+  const { unloadedMs, done, limits } = await runOnce({
+    kind: backend.kind,
+    phases: backend.phases,
+    shield: s.shield(backend.phases),
+    instances: s.instances ?? 1,
+    redisUrl: s.redis ? redisUrl : undefined,
+    session: s.session === true,
   })
-  rows.push(['failures / admitted, whole run', ...results.map((r) => `${fixed((100 * r.failures) / Math.max(1, r.admitted), 2)} %`)])
-  rows.push(['unloaded ms', ...results.map((r) => fixed(r.unloadedMs, 1))])
-  console.log(markdownTable(headers, rows))
-  if (process.env.BENCH_CHART !== '0') writeFileSync(new URL('../docs/benchmarks-adaptive.svg', import.meta.url), chart(results))
-  writeResults('adaptive', { phaseSeconds: PHASE_S, workMs: WORK_MS, connections: CONNECTIONS, capacities: CAPACITIES, rows: results })
+  const phaseMs = PHASE_S * 1000
+  const phases = backend.phases.map((c, p) => phaseFigures(done, c, p * phaseMs + SETTLE_MS, (p + 1) * phaseMs))
+  const met = phases.every((p) => p.failureRate <= BARS.failures && p.goodput >= BARS.goodput && p.p99 <= BARS.p99 * unloadedMs)
+  return { backend: backend.label, label: s.label, unloadedMs, phases, met, limits }
+}
+
+/** The operator's row: a hard cliff at 12, the live limit at 10 for HOLD_S, then cleared. */
+async function runOverride() {
+  const hold = { limit: 10, ms: HOLD_S * 1000 }
+  const { unloadedMs, done, limits } = await runOnce({ kind: 'hard-cliff', phases: [12], shield: ADAPTIVE.replace(':2:', ':5:'), instances: 1, redisUrl: undefined, session: false, hold })
+  const held = phaseFigures(done, 10, SETTLE_MS, hold.ms)
+  const after = phaseFigures(done, 12, hold.ms, hold.ms + 5_000)
+  const rest = phaseFigures(done, 12, hold.ms + SETTLE_MS, hold.ms + PHASE_S * 1000)
+  const atClear = limits.filter((l) => l.t < hold.ms).at(-1)?.adaptive ?? null
+  const highestAfter = Math.max(...limits.filter((l) => l.t >= hold.ms).map((l) => l.limit))
+  return { unloadedMs, held, after, rest, adaptiveAtClear: atClear, highestAfter, met: after.failureRate <= 0.02, limits }
+}
+
+type Row = Awaited<ReturnType<typeof runRow>>
+
+/** The adaptive rows' limit against C over time, one panel per backend, as an SVG. */
+function chart(rows: Row[]): string {
+  const backends = [...new Set(rows.map((r) => r.backend))]
+  const W = 720
+  const PH = 200
+  const H = PH * backends.length + 20
+  const colors = ['#2563eb', '#16a34a', '#ea580c']
+  const panels = backends.map((name, b) => {
+    const phases = BACKENDS.find((x) => x.label === name)!.phases
+    const total = PHASE_S * phases.length * 1000
+    const yMax = 60
+    const top = b * PH
+    const x = (t: number) => ((t / total) * (W - 60) + 40).toFixed(1)
+    const y = (v: number) => (top + PH - 30 - (Math.min(v, yMax) / yMax) * (PH - 60)).toFixed(1)
+    const cPath = phases.map((c, p) => `${p === 0 ? 'M' : 'L'}${x(p * PHASE_S * 1000)} ${y(c)} L${x((p + 1) * PHASE_S * 1000)} ${y(c)}`).join(' ')
+    const lines = rows
+      .filter((r) => r.backend === name && r.label.startsWith('adaptive') && r.limits.length > 0)
+      .map((r, i) => `<path d="${r.limits.map((l, k) => `${k ? 'L' : 'M'}${x(l.t)} ${y(l.limit)}`).join(' ')}" fill="none" stroke="${colors[i % colors.length]}" stroke-width="1.5"/><text x="${60 + i * 200}" y="${top + 34}" fill="${colors[i % colors.length]}" font-size="11">${r.label}</text>`)
+    const ticks = [0, 20, 40, 60].map((v) => `<text x="8" y="${y(v)}" font-size="10" fill="#556">${v}</text><line x1="40" x2="${W - 20}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`)
+    return `${ticks.join('')}<text x="40" y="${top + 16}" font-size="13" font-weight="600" fill="#111">${name}: C = ${phases.join(' -> ')} (dashed), ${PHASE_S} s each</text><path d="${cPath}" fill="none" stroke="#9ca3af" stroke-width="3" stroke-dasharray="6 4"/>${lines.join('')}`
+  })
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" font-family="system-ui,sans-serif"><rect width="${W}" height="${H}" fill="#fff"/>${panels.join('')}</svg>`
+}
+
+const redis = SHIELDS.some((s) => s.redis) && BACKENDS.length > 0 ? await startRedis() : undefined
+try {
+  const results: Row[] = []
+  for (const backend of BACKENDS) for (const s of SHIELDS) results.push(await runRow(backend, s, redis?.url))
+  const override = OVERRIDE ? await runOverride() : undefined
+  console.log(`# The adaptive limit\n\n${describeMachine(machine())}`)
+  console.log(`${WORK_MS} ms per request up to C inside; ${CONNECTIONS} clients; ${PHASE_S} s a phase, counted from ${SETTLE_MS / 1000} s after each change; bars: failures <= 1 % of handler runs, goodput >= 0.85 of the ideal, p99 of good requests <= 2x unloaded\n`)
+  for (const name of new Set(results.map((r) => r.backend))) {
+    const rows = results.filter((r) => r.backend === name)
+    const table: (string | number)[][] = []
+    rows[0]!.phases.forEach((p, i) => {
+      table.push([`goodput / ideal, C=${p.capacity}`, ...rows.map((r) => fixed(r.phases[i]!.goodput, 2))])
+      table.push([`failed runs, C=${p.capacity}`, ...rows.map((r) => `${fixed(100 * r.phases[i]!.failureRate, 2)} % (${r.phases[i]!.failures})`)])
+      table.push([`good p99 ms, C=${p.capacity}`, ...rows.map((r) => fixed(r.phases[i]!.p99))])
+    })
+    table.push(['unloaded ms', ...rows.map((r) => fixed(r.unloadedMs, 1))])
+    table.push(['bars met', ...rows.map((r) => (r.met ? 'yes' : 'no'))])
+    console.log(`## ${name}\n\n${markdownTable(['', ...rows.map((r) => r.label)], table)}\n`)
+  }
+  if (override) {
+    const o = override
+    console.log(`## live limit held, then cleared\n\nhard cliff at C = 12, \`{ min: 5, max: 200 }\`, live limit 10 for ${HOLD_S} s, then cleared\n`)
+    console.log(
+      markdownTable(
+        ['', 'figure'],
+        [
+          ['goodput / ideal while held (of 10)', fixed(o.held.goodput, 2)],
+          ['adaptive figure when cleared', o.adaptiveAtClear ?? '-'],
+          ['failed runs, 5 s after the clear', `${fixed(100 * o.after.failureRate, 2)} % (${o.after.failures} of ${o.after.runs})`],
+          [`goodput / ideal, ${SETTLE_MS / 1000}-${PHASE_S} s after the clear`, fixed(o.rest.goodput, 2)],
+          ['highest limit in force after the clear', o.highestAfter],
+          ['bar met (failures <= 2 % in the 5 s after)', o.met ? 'yes' : 'no'],
+        ],
+      ),
+    )
+  }
+  if (process.env.BENCH_CHART !== '0' && results.some((r) => r.label.startsWith('adaptive'))) writeFileSync(new URL('../docs/benchmarks-adaptive.svg', import.meta.url), chart(results))
+  writeResults('adaptive', { phaseSeconds: PHASE_S, workMs: WORK_MS, connections: CONNECTIONS, visit: VISIT, rows: results, override: override ?? null })
 } finally {
   await stopChildren()
   await redis?.stop()
