@@ -187,7 +187,7 @@ export class AdaptiveEstimator {
     return e
   }
 
-  /** Judges one window, at the limit `limit` (the fleet's figure) during it. */
+  /** Judges one window, at the limit `limit` in force during it (the fleet's figure, or the operator's live limit). */
   step(w: AdaptiveWindow, limit: number): AdaptiveStep {
     const step = this.#judge(w, limit)
     if (step.reason === 'growth') {
@@ -209,7 +209,7 @@ export class AdaptiveEstimator {
     const inside = w.inside ?? limit
     const recentGrowth = w.sessions === true ? RECENT_GROWTH_SESSIONS : RECENT_GROWTH
     const at = (next: number, reason: AdaptiveStep['reason']): AdaptiveStep => ({ limit: next, reason, baseline: this.#baseline, recent })
-    // A cut is taken from what was inside, never raises the limit, and halves it at most.
+    // A cut never raises the limit, and halves it at most.
     const cut = (target: number): number => Math.max(Math.ceil(limit / 2), Math.min(limit, target))
     const backoff = (): void => {
       // The mark: what was inside when it hurt (at most the limit in force).

@@ -201,13 +201,11 @@ export class Gate<Req = unknown> {
     // Synchronous: no clock read on the hot path. A pass whose last request failed may wait first.
     if (!(d instanceof Promise)) return this.#adaptor?.holdBack(d)?.then((x) => this.decided(x, -1)) ?? this.decided(d, -1)
     const t0 = decisionChannel.hasSubscribers ? performance.now() : -1
-    return d.then((decision) => this.#adaptor?.holdBack(decision) ?? decision).then((decision) => this.decided(decision, t0))
+    const adaptor = this.#adaptor // only a gate with the adaptive limit holds a pass back: no extra tick for the others
+    return (adaptor ? d.then((x) => adaptor.holdBack(x) ?? x) : d).then((decision) => this.decided(decision, t0))
   }
 
-  /**
-   * Session mode, from the adapters: the response to `decision` ended after `ms` (`failed`: 5xx,
-   * thrown), what the adaptive limit learns from (request mode measures at the slot's release).
-   */
+  /** Session mode, from the adapters: the response to `decision` ended after `ms` (`failed`: 5xx, thrown); request mode measures at the slot's release. */
   measure(ms: number, failed: boolean, decision?: GateDecision): void {
     this.#adaptor?.measured(ms, failed, decision)
   }
