@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const ALL = ['overhead', 'semaphore', 'waiting-room', 'hug', 'steer', 'adaptive', 'proxy'] as const
+const ALL = ['overhead', 'semaphore', 'waiting-room', 'hug', 'steer', 'adaptive', 'stall', 'proxy'] as const
 const FILES: Record<string, string> = {
   overhead: 'overhead.ts',
   semaphore: 'semaphore.ts',
@@ -15,6 +15,7 @@ const FILES: Record<string, string> = {
   hug: 'hug.ts',
   steer: 'steer.ts',
   adaptive: 'adaptive.ts',
+  stall: 'stall.ts',
   proxy: 'proxy.ts',
   chart: 'chart.ts',
 }

@@ -127,7 +127,11 @@ function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
       reply.code(d.response.status).headers(d.response.headers).send(d.response.body)
       return
     }
-    if (d.kind === 'admit' && d.slot !== undefined) watchAbort(request, reply, d.slot)
+    if (d.kind === 'admit' && d.slot !== undefined) {
+      // Session mode's hooks release no slot: a request let in on the local share (store down) frees its place when it closes.
+      if (gate.mode === 'session') reply.raw.once('close', () => void d.slot!.release(reply.raw.statusCode >= 500))
+      else watchAbort(request, reply, d.slot)
+    }
     else if (gate.measures(d)) reply[s.since] = performance.now()
     done()
   }

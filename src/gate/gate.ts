@@ -8,6 +8,7 @@ import { createSemaphore, type Lease, type Semaphore, type SemaphoreState } from
 import { firstCookie, pathOf, prefersJson } from '../base/http.js'
 import { BusyAnswers, CONFIRMED, type GateResponse } from '../pages/answers.js'
 import { StoreGuard } from './guard.js'
+import { LocalShare } from './local-share.js'
 import { gateStatus, GateStats, Reporter } from './stats.js'
 import { breakerChannel, decisionChannel, queueChannel, type DecisionEvent, type QueueEvent } from '../base/events.js'
 import { GateLine } from './line.js'
@@ -17,7 +18,7 @@ import { Adaptor, ADAPTIVE_WINDOW_MS, measureFrom } from './adaptive.js'
 import { Steering, type Newcomers } from './steering.js'
 import type { ControlState } from '../core/control.js'
 import { liveGates } from './registry.js'
-import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, guardedCall, holdsPass, OPEN_ADMIT, releaseLate, releaseLateEntry } from './decisions.js'
+import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, guardedCall, holdsPass, releaseLate, releaseLateEntry } from './decisions.js'
 import { Passes } from './passes.js'
 import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
 import type {
@@ -51,7 +52,7 @@ export class Gate<Req = unknown> {
   /** Request mode: how long a finished request's slot waits for the next one (0: no reuse). */
   readonly reuseWindow: number
   readonly retryAfter: number
-  readonly onStoreError: 'open' | 'closed'
+  readonly onStoreError: 'local' | 'open' | 'closed'
   readonly storeTimeout: number
   readonly cookieName: string
   readonly store: GateSettings<Req>['store']
@@ -66,6 +67,9 @@ export class Gate<Req = unknown> {
   readonly #limit: EffectiveLimit
   readonly #steer: Steering
   readonly #adaptor: Adaptor | undefined
+  /** `onStoreError: 'local'`: the limit this instance keeps while the store cannot answer. */
+  readonly #share: LocalShare
+  readonly #releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
   private readonly sem: Semaphore
   /** The waiting room, with the `queue` option. */
   private readonly line: GateLine | undefined
@@ -87,19 +91,10 @@ export class Gate<Req = unknown> {
     const liveLimit = (): number => limit.value
     const steer = (this.#steer = new Steering(s.name, s.store, s.logger, limit, s.control ? 5_000 : 0))
     const admissionRate = (): number | null => steer.rate
-    this.mode = s.mode
-    this.passTtl = s.passTtl
-    this.provisionalTtl = s.provisionalTtl
-    this.recheckInterval = s.recheckInterval
-    this.ttl = s.ttl
-    this.reuseWindow = s.reuseWindow
-    this.retryAfter = s.retryAfter
-    this.onStoreError = s.onStoreError
-    this.storeTimeout = s.storeTimeout
+    ;({ mode: this.mode, passTtl: this.passTtl, provisionalTtl: this.provisionalTtl, recheckInterval: this.recheckInterval, ttl: this.ttl } = s)
+    ;({ reuseWindow: this.reuseWindow, retryAfter: this.retryAfter, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
+    ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
     this.cookieName = s.cookie.name
-    this.store = s.store
-    this.logger = s.logger
-    this.randomSecret = s.randomSecret
     this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.mode === 'session' ? s.provisionalTtl : s.ttl, store: s.store })
     const stats = (this.stats = new GateStats(s.mode, liveLimit))
     this.guard = new StoreGuard({
@@ -155,7 +150,8 @@ export class Gate<Req = unknown> {
     limit.onChange((now, previous) => {
       if (now < previous) this.pool?.retire()
     })
-    this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval)
+    const share = (this.#share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl))
+    this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
     this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', (err) => this.guard.logFailure(err, 'adaptive limit'))
     if (s.control) this.ready = steer.start()
     this.#ref = new WeakRef(this as unknown as Gate<never>)
@@ -322,7 +318,7 @@ export class Gate<Req = unknown> {
     const deadline = Date.now() + this.storeTimeout
     if (hasCookie) {
       const outcome = await this.#passes.check(view.headers.cookie, view.secure, deadline)
-      if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error) : outcome
+      if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error, true) : outcome
     }
     const newcomers = this.#steer.newcomers(Date.now())
     if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers)
@@ -350,7 +346,7 @@ export class Gate<Req = unknown> {
     } catch (err) {
       return this.storeFailed(view, err)
     }
-    if (lease === null) return this.busy(view, 'full')
+    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.busy(view, 'full')
     return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
   }
 
@@ -367,6 +363,7 @@ export class Gate<Req = unknown> {
     response: GateResponse | undefined,
   ): AdmitDecision {
     const page = response === undefined && this.#s.confirm && view.method === 'GET' && !prefersJson(view.headers.accept)
+    this.#share.passGiven(issuedAt)
     return {
       kind: 'admit',
       reason,
@@ -428,6 +425,7 @@ export class Gate<Req = unknown> {
   private decideRequest(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const now = Date.now()
     if (this.#steer.newcomers(now).kind !== 'normal') return this.busy(view, 'closed')
+    if (this.#share.full(now)) return this.busy(view, 'full')
     // With an admission rate every request counts: no slot reuse.
     const pooled = this.#steer.rate === null ? this.pool?.take(now) : undefined
     return pooled !== undefined ? this.admitRequest(pooled) : this.acquireRequest(view)
@@ -441,14 +439,15 @@ export class Gate<Req = unknown> {
     } catch (err) {
       return this.storeFailed(view, err)
     }
-    if (lease === null) return this.busy(view, 'full')
+    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.busy(view, 'full')
     return this.admitRequest(this.pool?.slot(lease, sentAt) ?? pooledSlot(lease, sentAt))
   }
 
   private admitRequest(slot: PooledSlot): AdmitDecision {
     const token = slot.lease.token
     const measured = this.#adaptor && measureFrom(this.#adaptor, performance.now())
-    return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: requestSlot(slot, this.pool, (err) => this.guard.logFailure(err, 'release'), measured) }
+    const counted = this.#share.count(requestSlot(slot, this.pool, (err) => this.guard.logFailure(err, 'release'), measured))
+    return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
   }
 
   // --- answers, store trouble ---------------------------------------------------------------
@@ -481,10 +480,11 @@ export class Gate<Req = unknown> {
     return this.guard.call(op, deadline, this.storeTimeout, onLate)
   }
 
-  private storeFailed(view: RequestView<Req>, err: unknown): GateDecision {
-    const open = this.#s.onStoreError === 'open'
-    this.guard.logFailure(err, open ? 'failing open' : 'failing closed')
-    return open ? OPEN_ADMIT : this.busy(view, 'store-unavailable')
+  /** The store could not decide (`holder`: for a validly signed pass it could not re-check): see `LocalShare.outage`. */
+  private storeFailed(view: RequestView<Req>, err: unknown, holder = false): GateDecision {
+    const policy = this.#s.onStoreError
+    this.guard.logFailure(err, policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed')
+    return this.#share.outage(policy, holder, Date.now()) ?? this.busy(view, 'store-unavailable')
   }
 }
 

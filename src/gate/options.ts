@@ -66,7 +66,7 @@ export interface GateSettings<Req> {
   ttl: number
   reuseWindow: number
   retryAfter: number
-  onStoreError: 'open' | 'closed'
+  onStoreError: 'local' | 'open' | 'closed'
   storeTimeout: number
   store: Store
   logger: GateLogger
@@ -131,7 +131,7 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     ttl: duration('ttl', o.ttl ?? 30_000),
     reuseWindow: durationOrZero('reuseWindow', o.reuseWindow ?? 10),
     retryAfter: seconds('retryAfter', o.retryAfter ?? 5),
-    onStoreError: oneOf('onStoreError', o.onStoreError ?? 'open', ['open', 'closed'] as const),
+    onStoreError: oneOf('onStoreError', o.onStoreError ?? 'local', ['local', 'open', 'closed'] as const),
     storeTimeout: duration('storeTimeout', o.storeTimeout ?? 200),
     store,
     logger: checkLogger(o.logger) ?? consoleLogger,

@@ -145,6 +145,8 @@ export class Reporter {
     private readonly name: string,
     private readonly stats: GateStats,
     private readonly interval: number,
+    /** Told how many instances report (this one included), when the store tells. */
+    private readonly onFleet?: (instances: number) => void,
   ) {
     if (interval > 0 && typeof store.report === 'function') this.#timer = setInterval(() => void this.report(), interval).unref()
   }
@@ -158,7 +160,8 @@ export class Reporter {
     if (this.#busy) return
     this.#busy = true
     try {
-      await this.store.report!(this.name, this.stats.id, JSON.stringify(this.stats.report(Date.now())), Math.max(3 * this.interval, 2000))
+      const instances = await this.store.report!(this.name, this.stats.id, JSON.stringify(this.stats.report(Date.now())), Math.max(3 * this.interval, 2000))
+      if (typeof instances === 'number') this.onFleet?.(instances)
     } catch {
       this.stats.storeCall(0, false)
     } finally {

@@ -96,8 +96,13 @@ export interface GateOptions<Req = unknown> {
   busyPage?: BusyPage
   /** A CSP nonce for the built-in busy page's script and style (else allow them by hash). */
   nonce?: (request: Req) => string | undefined
-  /** When the store fails or is slower than `storeTimeout`: `'open'` (default) admits, `'closed'` answers busy. */
-  onStoreError?: 'open' | 'closed'
+  /**
+   * When the store fails or is slower than `storeTimeout`. `'local'` (default): this instance admits
+   * up to its share of the limit (the limit over the instances reporting to the store; all of it
+   * when alone), counting what it already let in, so the backend never sees more than the limit.
+   * `'open'`: admits everyone (the backend takes the whole crowd). `'closed'`: answers busy.
+   */
+  onStoreError?: 'local' | 'open' | 'closed'
   /** Budget for the store calls of one gate decision. Default 200. */
   storeTimeout?: number
   /** Default: warnings go to `console.warn`. The Fastify plugin uses `fastify.log`. */
@@ -172,7 +177,8 @@ export interface BypassDecision {
 }
 
 /**
- * Let in by taking a slot now (or because the store failed and `onStoreError` is `'open'`), or,
+ * Let in by taking a slot now (or because the store failed: within the local share with
+ * `onStoreError: 'local'`, unbounded with `'open'`), or,
  * with a `queue`, by reaching the head of the line.
  */
 export interface AdmitDecision {

@@ -242,14 +242,17 @@ export class MemoryStore implements Store {
     return result
   }
 
-  async report(name: string, instance: string, data: string, ttl: number): Promise<void> {
+  async report(name: string, instance: string, data: string, ttl: number): Promise<number> {
     this.assertOpen()
     let reports = this.reports.get(name)
     if (!reports) {
       reports = new Map()
       this.reports.set(name, reports)
     }
-    reports.set(instance, { data, expiresAt: this.now() + ttl })
+    const now = this.now()
+    reports.set(instance, { data, expiresAt: now + ttl })
+    for (const [id, r] of reports) if (r.expiresAt <= now) reports.delete(id)
+    return reports.size
   }
 
   async status(name: string): Promise<StoreStatus> {

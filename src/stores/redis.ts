@@ -260,8 +260,8 @@ export class RedisStore implements Store {
     return (await this.run(scripts.FORCE_RELEASE_ALL, name, { channel: this.channel(name) })) as number
   }
 
-  async report(name: string, instance: string, data: string, ttl: number): Promise<void> {
-    await this.run(scripts.REPORT, name, { instance, data, ttl })
+  async report(name: string, instance: string, data: string, ttl: number): Promise<number> {
+    return Number(await this.run(scripts.REPORT, name, { instance, data, ttl }))
   }
 
   async status(name: string): Promise<StoreStatus> {

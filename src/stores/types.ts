@@ -55,9 +55,10 @@ export interface Store {
   /**
    * Optional (with {@link Store.status}): records what one instance (a process's gate) reports
    * about `name` (`data`, opaque text), kept `ttl` ms unless reported again. One round trip; the
-   * keys expire, so instances that stop reporting leave nothing behind.
+   * keys expire, so instances that stop reporting leave nothing behind. Resolves to the number of
+   * instances whose reports are live, this one included (a store that cannot tell: `undefined`).
    */
-  report?(name: string, instance: string, data: string, ttl: number): Promise<void>
+  report?(name: string, instance: string, data: string, ttl: number): Promise<number | void>
 
   /**
    * Optional (with {@link Store.report}): slots, the line, recent admissions from the line, and

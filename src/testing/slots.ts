@@ -154,9 +154,13 @@ export function slotCases({ it, expect }: TestApi, ctx: ContractContext): void {
     await store.acquire(name, holder)
     const waiter = ctx.req({ limit: 1, queue: LINE })
     await store.acquire(name, waiter)
-    await store.report(name, 'instance-a', '{"n":1}', 300)
-    await store.report(name, 'instance-b', 'two', 10_000)
-    await store.report(name, 'instance-a', '{"n":2}', 300) // replaces its earlier report
+    // Each report answers how many instances' reports are live (the gate's share while the store is down), or nothing.
+    const counts = [
+      await store.report(name, 'instance-a', '{"n":1}', 300),
+      await store.report(name, 'instance-b', 'two', 10_000),
+      await store.report(name, 'instance-a', '{"n":2}', 300), // replaces its earlier report
+    ]
+    if (counts.some((c) => c !== undefined)) expect(counts).toEqual([1, 2, 2])
     let st = await store.status(name)
     expect(st).toMatchObject({ held: 1, waiting: 1, admitted: 0 })
     expect(st.instances.map((i) => [i.id, i.data]).sort()).toEqual([
@@ -173,5 +177,6 @@ export function slotCases({ it, expect }: TestApi, ctx: ContractContext): void {
     st = await store.status(name)
     expect(st).toMatchObject({ held: 1, waiting: 0, admitted: 1 })
     expect(st.instances.map((i) => i.id)).toEqual(['instance-b']) // a's report lapsed
+    if (counts.some((c) => c !== undefined)) expect(await store.report(name, 'instance-c', 'three', 300)).toBe(2)
   })
 }

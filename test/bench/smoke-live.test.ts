@@ -37,6 +37,14 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
     expect(r.override.adaptiveAtClear).not.toBeNull()
   })
 
+  it('stall: a Redis pause during a crowd, each policy reports its handler runs and failures', { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('stall.ts', { CONNECTIONS: '40', IMPATIENT: '5', PAUSES: '300', MODES: 'request,session', POLICIES: 'local,closed' })
+    expect(code, out).toBe(0)
+    const r = json('stall')
+    expect(r.rows.map((x: { mode: string; policy: string }) => `${x.mode} ${x.policy}`)).toEqual(['request local', 'request closed', 'session local', 'session closed'])
+    for (const x of r.rows) expect(x.runs, `${x.mode} ${x.policy}`).toBeGreaterThan(0)
+  })
+
   it('proxy: origin, nginx, our proxy three ways, and the hug through it with no origin failure', { timeout: 90_000 }, async () => {
     const { code, out } = await runBench('proxy.ts', { SECONDS: '1', CONNECTIONS: '10', HUG_CONNECTIONS: '100' })
     expect(code, out).toBe(0)

@@ -45,7 +45,7 @@ describe('createGate options', () => {
       recheckInterval: 5_000,
       ttl: 30_000,
       retryAfter: 5,
-      onStoreError: 'open',
+      onStoreError: 'local',
       storeTimeout: 200,
       cookieName: 'airlock_pass',
     })
@@ -66,7 +66,7 @@ describe('createGate options', () => {
     [{ retryAfter: 0 }, /^retryAfter must be a positive integer, got 0$/],
     [{ secret: 'too-short' }, /^secret must be at least 32 bytes, got 9/],
     [{ secret: [SECRET, 'x'] }, /^secret\[1\] must be at least 32 bytes, got 1/],
-    [{ onStoreError: 'maybe' as 'open' }, /^onStoreError must be one of 'open', 'closed'/],
+    [{ onStoreError: 'maybe' as 'open' }, /^onStoreError must be one of 'local', 'open', 'closed'/],
     [{ storeTimeout: 0 }, /^storeTimeout must be a positive number of milliseconds/],
     [{ store: {} as Store }, /^store must implement the Store interface; missing acquire/],
     [{ cookie: { sameSite: 'none' } }, /^cookie.sameSite 'none' needs cookie.secure: true/],
@@ -272,7 +272,7 @@ describe('store budget and breaker', () => {
     const inner = memoryStore()
     const store = partitionable(inner)
     const log = recordingLogger()
-    const gate = createGate({ limit: 5, store, secret: SECRET, storeTimeout: 250, logger: log })
+    const gate = createGate({ limit: 5, store, secret: SECRET, storeTimeout: 250, logger: log, onStoreError: 'open' })
     try {
       store.down = true
       const times: number[] = []

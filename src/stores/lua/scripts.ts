@@ -314,7 +314,7 @@ return {u, redis.call('ZCARD', Q)}
 `,
 )
 
-/** An instance's report, kept `ttl` ms. Both report keys live as long as their last report. */
+/** An instance's report, kept `ttl` ms; returns how many instances' reports are live. Both report keys live as long as their last report. */
 export const REPORT = script(
   'report',
   { instance: 's', data: 's', ttl: 'n' } as const,
@@ -322,12 +322,12 @@ export const REPORT = script(
 local now = now_ms()
 redis.call('ZADD', IS, now + ttl, instance)
 redis.call('HSET', IC, instance, data)
-live_reports(now)
+local live = live_reports(now)
 local last = redis.call('ZRANGE', IS, -1, -1, 'WITHSCORES')
 local keep = tonumber(last[2]) - now + ${KEY_SLACK_MS}
 redis.call('PEXPIRE', IS, keep)
 redis.call('PEXPIRE', IC, keep)
-return 1
+return #live / 3
 `,
 )
 
