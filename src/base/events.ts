@@ -51,12 +51,14 @@ export interface QueueEvent {
 
 /**
  * A gate's live control (`airlock:control`): `set` where `airlockControl().set()` changed it (with
- * the patch), `applied` on every gate instance that applied a new version (`patch` undefined).
- * `state` is the whole control in force (see `ControlState`).
+ * the patch), `applied` on every gate instance that applied a new version (`patch` undefined),
+ * `restored` where a gate found the record gone with the store's data (a Redis restarted empty, a
+ * failover, a `FLUSHDB`) and wrote back the control it kept in force. `state` is the whole control
+ * in force (see `ControlState`).
  */
 export interface ControlEvent {
   gate: string
-  event: 'set' | 'applied'
+  event: 'set' | 'applied' | 'restored'
   by: string | null
   version: number
   patch: Readonly<Record<string, unknown>> | undefined

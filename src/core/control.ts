@@ -95,6 +95,22 @@ export function encodePatch(patch: ControlPatch, by: string, now: number): Recor
   return fields
 }
 
+/**
+ * The record's fields that describe `state` (every field it sets; the ones it leaves to the gate's
+ * options absent): what a gate writes back when the record vanished with the store's data.
+ */
+export function stateFields(state: ControlState): Record<string, string> {
+  const fields: Record<string, string> = {}
+  if (state.limit !== null) fields.limit = String(state.limit)
+  if (state.admissionRate !== null) fields.rate = String(state.admissionRate)
+  if (state.mode !== 'normal') fields.mode = state.mode
+  if (state.opensAt !== null) fields.opensAt = String(state.opensAt.getTime())
+  if (state.closesAt !== null) fields.closesAt = String(state.closesAt.getTime())
+  if (state.updatedBy !== null) fields.by = state.updatedBy
+  if (state.updatedAt !== null) fields.at = String(state.updatedAt.getTime())
+  return fields
+}
+
 function count(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_COUNT) {
     optionError(`${field} must be a whole number from 1 to ${MAX_COUNT} (or null to clear), got ${describe(value)}`)

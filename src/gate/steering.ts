@@ -5,7 +5,7 @@
  * not parse is ignored field by field, with one warning per bad value, never a crash.
  */
 import { controlChannel, type ControlEvent } from '../base/events.js'
-import { decodeControl, UNSTEERED, type ControlState } from '../core/control.js'
+import { decodeControl, stateFields, UNSTEERED, type ControlState } from '../core/control.js'
 import type { Store } from '../stores/types.js'
 import type { EffectiveLimit } from './limit.js'
 import type { GateLogger } from './types.js'
@@ -103,6 +103,9 @@ export class Steering {
         (record) => {
           if (this.#closed) return
           this.#skew = record.now - Date.now()
+          // Version 0 is a record that was never set; clearing fields keeps the version. A gate
+          // that knew a version and reads none lost the record with the store's data.
+          if (record.version === 0 && this.#state.version > 0) return this.restore()
           this.apply(
             decodeControl(record, (field, value) =>
               this.warnOnce(`${field}=${value}`, { gate: this.name, field, value }, `airlock-shield: ignoring the control record's ${field} of '${this.name}': ${JSON.stringify(value)} is not valid`),
@@ -113,6 +116,30 @@ export class Steering {
       )
       .finally(() => (this.#reading = undefined))
     return this.#reading
+  }
+
+  /**
+   * The record vanished with the store's data (a Redis restarted empty, a failover that lost the
+   * last writes, a `FLUSHDB`): keep the control in force (a closed gate must not reopen by itself),
+   * write it back with a version above the one it had, and say so.
+   */
+  private async restore(): Promise<void> {
+    const known = this.#state
+    this.logger[this.logger.error ? 'error' : 'warn']!(
+      { gate: this.name, version: known.version, mode: known.mode, limit: known.limit, admissionRate: known.admissionRate },
+      `airlock-shield: the live control of '${this.name}' (version ${known.version}) is gone from the store (data lost: a restart, a failover, a flush); keeping it in force and writing it back`,
+    )
+    if (controlChannel.hasSubscribers) {
+      controlChannel.publish({ gate: this.name, event: 'restored', by: known.updatedBy, version: known.version, patch: undefined, state: { ...known } } satisfies ControlEvent)
+    }
+    // '#v' first, so the written-back record's version is above every version the fleet has seen.
+    const fields = { '#v': String(known.version), ...stateFields(known) }
+    try {
+      const record = await this.store.control!(this.name, fields)
+      if (!this.#closed && record.version > known.version) this.apply(decodeControl(record, () => {}))
+    } catch (err) {
+      this.warnOnce('restore', { err, gate: this.name }, `airlock-shield: cannot write back the control of '${this.name}'; keeping version ${known.version} in force`)
+    }
   }
 
   private apply(next: ControlState): void {
