@@ -80,15 +80,31 @@ export interface LimitEvent {
   recent: number | null
 }
 
+/**
+ * A different Redis server answers the store (`airlock:failover`): a failover (`promoted`: the same
+ * server, now serving a new replication history; `another server`: a new `run_id`, as after a
+ * Sentinel failover, an endpoint switch or a restart). Writes made just before may be lost.
+ */
+export interface FailoverEvent {
+  store: string
+  /** The store's key prefix. */
+  prefix: string
+  reason: 'promoted' | 'another server'
+  /** The servers' `run_id` before and now. */
+  previous: string
+  now: string
+}
+
 export const decisionChannel = diagnostics.channel('airlock:decision')
 export const storeChannel = diagnostics.channel('airlock:store')
 export const breakerChannel = diagnostics.channel('airlock:breaker')
 export const queueChannel = diagnostics.channel('airlock:queue')
 export const controlChannel = diagnostics.channel('airlock:control')
 export const limitChannel = diagnostics.channel('airlock:limit')
+export const failoverChannel = diagnostics.channel('airlock:failover')
 
 /** Every channel airlock publishes on, by name. */
-export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit'] as const
+export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover'] as const
 
 /** Times `op` and publishes a store event, only while `airlock:store` has a subscriber. */
 export function timedStoreCall<T>(store: string, name: string, operation: string, op: () => Promise<T>): Promise<T> {

@@ -112,9 +112,24 @@ export class Semaphore {
     return weight
   }
 
-  /** Takes a slot if one is free right now (never waits). `null` when full or others are waiting. */
+  /**
+   * True while the store may have lost slots that have not all expired yet (`Store.lostAt`: a
+   * failover or a restart erased the last writes): no new slot is granted for a `ttl` after the
+   * loss, so the holders whose slots were erased (who learn it only at their next refresh) and the
+   * new ones never add up to more than the limit.
+   */
+  quarantined(now = Date.now()): boolean {
+    const lost = this.store.lostAt?.()
+    return lost !== undefined && now - lost < this.ttl
+  }
+
+  /** Takes a slot if one is free right now (never waits). `null` when full, others are waiting, or {@link quarantined}. */
   async acquire(options: AcquireOptions = {}): Promise<Lease | null> {
     optionsObject('acquire()', options, ['weight'])
+    if (this.quarantined()) {
+      this.weightOf(options)
+      return null
+    }
     const token = newToken()
     const result = await this.store.acquire(this.name, {
       token,
@@ -137,6 +152,14 @@ export class Semaphore {
     const weight = this.weightOf(options)
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
     abortSignal('signal', options.signal)
+    const deadline = Date.now() + timeout
+    // After a loss, wait out the quarantine first (see `quarantined`).
+    while (this.quarantined()) {
+      const left = Math.min(this.store.lostAt!()! + this.ttl, deadline) - Date.now()
+      if (Date.now() >= deadline) return null
+      await new Promise((r) => setTimeout(r, Math.max(1, Math.min(left, this.retryInterval))))
+      options.signal?.throwIfAborted()
+    }
     const token = newToken()
     const outcome = await waitInLine({
       store: this.store,
@@ -151,7 +174,7 @@ export class Semaphore {
         admissionRate: this.#rate() ?? undefined,
       },
       refresh: () => ({ limit: this.limit, admissionRate: this.#rate() ?? undefined }),
-      deadline: Date.now() + timeout,
+      deadline,
       signal: options.signal,
       retryInterval: this.retryInterval,
     })

@@ -6,9 +6,11 @@
 import { newVisitorId, type EnterResult } from '../core/waiting-room.js'
 import { createSemaphore, type Lease, type Semaphore, type SemaphoreState } from '../core/semaphore.js'
 import { firstCookie, pathOf, prefersJson } from '../base/http.js'
-import { BusyAnswers, CONFIRMED, type GateResponse } from '../pages/answers.js'
+import { CONFIRMED, type GateResponse } from '../pages/answers.js'
+import { GateAnswers } from './busy.js'
 import { StoreGuard } from './guard.js'
 import { LocalShare } from './local-share.js'
+import { LossWatch } from './failover.js'
 import { gateStatus, GateStats, Reporter } from './stats.js'
 import { breakerChannel, decisionChannel, queueChannel, type DecisionEvent, type QueueEvent } from '../base/events.js'
 import { GateLine } from './line.js'
@@ -18,7 +20,7 @@ import { Adaptor, ADAPTIVE_WINDOW_MS, measureFrom } from './adaptive.js'
 import { Steering, type Newcomers } from './steering.js'
 import type { ControlState } from '../core/control.js'
 import { liveGates } from './registry.js'
-import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, guardedCall, holdsPass, releaseLate, releaseLateEntry } from './decisions.js'
+import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, holdsPass, releaseLate, releaseLateEntry } from './decisions.js'
 import { Passes } from './passes.js'
 import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
 import type {
@@ -67,20 +69,18 @@ export class Gate<Req = unknown> {
   readonly #limit: EffectiveLimit
   readonly #steer: Steering
   readonly #adaptor: Adaptor | undefined
-  /** `onStoreError: 'local'`: the limit this instance keeps while the store cannot answer. */
+  /** The store unavailable (`onStoreError: 'local'`), or it lost its last writes (a failover). */
   readonly #share: LocalShare
+  readonly #loss: LossWatch
   readonly #releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
   private readonly sem: Semaphore
-  /** The waiting room, with the `queue` option. */
+  /** The waiting room (`queue`), request mode's reusable slots (`reuseWindow` > 0). */
   private readonly line: GateLine | undefined
-  /** Request mode's reusable slots (`reuseWindow` > 0). */
   private readonly pool: SlotPool | undefined
   private readonly guard: StoreGuard
   private readonly stats: GateStats
   private readonly reporter: Reporter
-  private readonly answers: BusyAnswers
-  /** User functions that threw (logged once each). */
-  private readonly warnedOptions = new Set<string>()
+  private readonly answers: GateAnswers<Req>
 
   constructor(options: GateOptions<Req> = {}) {
     const s = resolveGateOptions(options)
@@ -123,9 +123,7 @@ export class Gate<Req = unknown> {
       s.secrets,
       this.sem,
     )
-    const pageError = (option: string) => (err: unknown) =>
-      this.logger.warn({ err, gate: this.name }, `airlock-shield: ${option} threw; sending the built-in page`)
-    this.answers = new BusyAnswers(s.retryAfter, s.busyPage, pageError('busyPage'))
+    const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce))
     this.line =
       s.queue === undefined
         ? undefined
@@ -136,7 +134,7 @@ export class Gate<Req = unknown> {
             store: s.store,
             secrets: s.secrets,
             ticketCookieName: s.ticketCookieName,
-            onPageError: pageError('queue.page'),
+            onPageError: answers.pageError('queue.page'),
           })
     this.pool =
       s.mode === 'request' && s.reuseWindow > 0
@@ -147,10 +145,9 @@ export class Gate<Req = unknown> {
             generation: () => limit.generation,
           })
         : undefined
-    limit.onChange((now, previous) => {
-      if (now < previous) this.pool?.retire()
-    })
+    limit.onChange((now, previous) => void (now < previous && this.pool?.retire()))
     const share = (this.#share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl))
+    this.#loss = new LossWatch(s.store, s.name, s.logger, s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl)
     this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
     this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', (err) => this.guard.logFailure(err, 'adaptive limit'))
     if (s.control) this.ready = steer.start()
@@ -174,10 +171,7 @@ export class Gate<Req = unknown> {
     return this.#steer.state
   }
 
-  /**
-   * Settles once the gate has read its live control from the store (at once when `control` is
-   * off). Until then it decides on its own options; a failed read is retried in the background.
-   */
+  /** Settles once the gate read its live control (at once without `control`); until then it decides on its options. */
   readonly ready: Promise<void> = Promise.resolve()
 
   /**
@@ -232,7 +226,7 @@ export class Gate<Req = unknown> {
     const s = this.#s
     if (s.confirm && view.url.endsWith(CONFIRM_QUERY)) return this.confirmRequest(view)
     if (s.bypass !== undefined && s.bypass.matches(pathOf(view.url))) return this.confirm(view)
-    if (s.skip !== undefined && this.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
+    if (s.skip !== undefined && this.answers.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
     if (this.#steer.passthrough) return BYPASS
     if (s.mode === 'request') return this.decideRequest(view)
     const value = firstCookie(view.headers.cookie, s.cookie.name)
@@ -321,6 +315,7 @@ export class Gate<Req = unknown> {
       if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error, true) : outcome
     }
     const newcomers = this.#steer.newcomers(Date.now())
+    if (this.#loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
     if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers)
     return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline) : this.busy(view, 'closed')
   }
@@ -346,7 +341,7 @@ export class Gate<Req = unknown> {
     } catch (err) {
       return this.storeFailed(view, err)
     }
-    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.busy(view, 'full')
+    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.full(view)
     return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
   }
 
@@ -410,7 +405,7 @@ export class Gate<Req = unknown> {
         kind: 'queued',
         ...place,
         setCookie: ticketId === undefined ? ticket : undefined,
-        response: line.answers.queued(place, this.answerRequest(view), poll),
+        response: line.answers.queued(place, this.answers.request(view), poll),
       }
     }
     // The ticket stays: it names the visitor in this gate's line, and a place only exists in the store.
@@ -433,13 +428,14 @@ export class Gate<Req = unknown> {
 
   private async acquireRequest(view: RequestView<Req>): Promise<GateDecision> {
     const sentAt = Date.now()
+    if (this.#loss.quarantined(sentAt)) return this.storeFailed(view, undefined)
     let lease: Lease | null
     try {
       lease = await this.call(() => this.sem.acquire(), sentAt + this.storeTimeout, releaseLate)
     } catch (err) {
       return this.storeFailed(view, err)
     }
-    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.busy(view, 'full')
+    if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.full(view)
     return this.admitRequest(this.pool?.slot(lease, sentAt) ?? pooledSlot(lease, sentAt))
   }
 
@@ -453,22 +449,7 @@ export class Gate<Req = unknown> {
   // --- answers, store trouble ---------------------------------------------------------------
 
   private busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
-    return { kind: 'busy', reason, setCookie: undefined, response: this.answers.busy(this.answerRequest(view)) }
-  }
-
-  private answerRequest(view: RequestView<Req>) {
-    const nonce = this.#s.nonce
-    return {
-      method: view.method,
-      accept: view.headers.accept,
-      request: view.request,
-      nonce: () => (nonce === undefined ? undefined : this.userCall('nonce', nonce, view.request)),
-    }
-  }
-
-  /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */
-  private userCall<T>(option: 'skip' | 'nonce', fn: (request: Req) => T, request: Req): T | undefined {
-    return guardedCall(option, fn, request, this.warnedOptions, this.logger, this.name)
+    return this.answers.busy(view, reason)
   }
 
   private queueEvent(event: QueueEvent['event'], position: number | null, waiting: number | null): void {
@@ -480,10 +461,18 @@ export class Gate<Req = unknown> {
     return this.guard.call(op, deadline, this.storeTimeout, onLate)
   }
 
-  /** The store could not decide (`holder`: for a validly signed pass it could not re-check): see `LocalShare.outage`. */
+  /** No slot: the site is full, or the store found it answers from another server meanwhile (a failover). */
+  private full(view: RequestView<Req>): GateDecision {
+    return this.#loss.quarantined(Date.now()) ? this.storeFailed(view, undefined) : this.busy(view, 'full')
+  }
+
+  /**
+   * The store could not decide (`holder`: for a validly signed pass it could not re-check), or
+   * (`err` undefined: not logged here) may have lost slots it counts as free: see `LocalShare.outage`.
+   */
   private storeFailed(view: RequestView<Req>, err: unknown, holder = false): GateDecision {
     const policy = this.#s.onStoreError
-    this.guard.logFailure(err, policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed')
+    if (err !== undefined) this.guard.logFailure(err, policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed')
     return this.#share.outage(policy, holder, Date.now()) ?? this.busy(view, 'store-unavailable')
   }
 }

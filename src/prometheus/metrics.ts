@@ -18,7 +18,7 @@ import diagnostics from 'node:diagnostics_channel'
 import type { Registry } from 'prom-client'
 import { loadPeer } from '../base/peer.js'
 import { optionError } from '../base/errors.js'
-import type { BreakerEvent, ControlEvent, DecisionEvent, QueueEvent, StoreEvent } from '../base/events.js'
+import type { BreakerEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, StoreEvent } from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
 import { describe, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/gate.js'
@@ -31,6 +31,7 @@ const METRIC_NAMES = [
   'store_duration_seconds',
   'control_changes_total',
   'breaker_transitions_total',
+  'store_failovers_total',
   'slots_held',
   'limit',
   'queue_length',
@@ -123,6 +124,12 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     labelNames: ['gate', 'state'] as const,
     registers,
   })
+  const failovers = new client.Counter({
+    name: `${prefix}store_failovers_total`,
+    help: 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.',
+    labelNames: ['store', 'reason'] as const,
+    registers,
+  })
 
   // Gauges, read at scrape time from the open gates of this process (one store call per gate, cached).
   const cache = new Map<string, { at: number; status: Promise<GateStatus | null> }>()
@@ -211,7 +218,12 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     const e = m as ControlEvent
     controlChanges.labels(e.gate, e.event).inc()
   }
+  const onFailover = (m: unknown): void => {
+    const e = m as FailoverEvent
+    failovers.labels(e.store, e.reason).inc()
+  }
   const subscriptions: [string, (m: unknown) => void][] = [
+    ['airlock:failover', onFailover],
     ['airlock:control', onControl],
     ['airlock:decision', onDecision],
     ['airlock:store', onStore],

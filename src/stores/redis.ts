@@ -4,6 +4,7 @@ import { describe, duration, knownKeys, safeName } from '../base/validate.js'
 import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
+import { ServerWatch } from './redis-server.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
 export type { RedisClient } from './redis-calls.js'
@@ -65,6 +66,8 @@ export class RedisStore implements Store {
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
   private readonly releaseBatches = new Map<string, Batch<string, boolean>>()
   private closed = false
+  /** Which server answers: a different one means the last writes may be lost (see redis-server.ts). */
+  readonly #server: ServerWatch
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
@@ -75,6 +78,7 @@ export class RedisStore implements Store {
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.caller = new RedisCaller(this.client, this.commandTimeout)
+    this.#server = new ServerWatch(this.client, this.prefix)
     this.leftovers = new Leftovers((name, tokens) =>
       this.run(scripts.ABANDON, name, { channel: this.channel(name) }, tokens),
     )
@@ -122,12 +126,20 @@ export class RedisStore implements Store {
   }
 
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
+    const changes = this.#server.changes
+    let result: AcquireResult | null = null
     if (!req.queue && !req.admissionRate) {
-      const batched = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
-      if (batched) return batched
       // null: the line is not empty; the single-decision script handles the line.
+      result = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
     }
-    return this.acquireOne(name, req)
+    result ??= await this.acquireOne(name, req)
+    // Sent before a different server was found answering, and answered by it (a command queued
+    // while the connection was down): the new server may lack slots it does not know of. Given back.
+    if (result.status === 'acquired' && this.#server.changes !== changes) {
+      void this.release(name, req.token).catch(() => {})
+      return { status: 'busy', now: result.now, nextExpiry: null }
+    }
+    return result
   }
 
   private async acquireOne(name: string, req: AcquireRequest): Promise<AcquireResult> {
@@ -258,6 +270,10 @@ export class RedisStore implements Store {
 
   async forceReleaseAll(name: string): Promise<number> {
     return (await this.run(scripts.FORCE_RELEASE_ALL, name, { channel: this.channel(name) })) as number
+  }
+
+  lostAt(): number | undefined {
+    return this.#server.lostAt
   }
 
   async report(name: string, instance: string, data: string, ttl: number): Promise<number> {

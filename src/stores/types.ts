@@ -53,6 +53,14 @@ export interface Store {
   subscribe(name: string, listener: (headToken: string) => void): Promise<() => void>
 
   /**
+   * Optional: the local time (ms) the store last found that it may have lost its most recent
+   * writes (a different server answering after a failover or a restart); `undefined` when it never
+   * did or cannot tell. Semaphores grant no new slot for a `ttl` after it: every slot the loss may
+   * have erased has expired by then, so no more than the limit are ever held.
+   */
+  lostAt?(): number | undefined
+
+  /**
    * Optional (with {@link Store.status}): records what one instance (a process's gate) reports
    * about `name` (`data`, opaque text), kept `ttl` ms unless reported again. One round trip; the
    * keys expire, so instances that stop reporting leave nothing behind. Resolves to the number of

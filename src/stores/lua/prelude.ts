@@ -9,7 +9,7 @@
  *  2 `:m`  hash, lease token -> "weight,fence"; `#used` = live weight units; `#far` = the time up to
  *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
  *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
- *  3 `:f`  fencing counter (INCR; kept at least FENCE_KEEP_MS after last use so fences stay monotonic)
+ *  3 `:f`  fencing counter (INCR, never below the clock x 1000; kept at least FENCE_KEEP_MS after last use)
  *  4 `:q`  sorted set, the line: waiter token -> arrival number
  *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
@@ -117,13 +117,15 @@ local function ensure_ttl(now, exp, far)
   return now + keep
 end
 
--- The counter was missing when INCR answers 1: a new semaphore, or Redis lost its data (a restart
--- without persistence, a failover to a replica that had not seen it). Seeding it from the server
--- clock (ms x 1000) keeps fences increasing across such a loss: the old counter grew by one per
--- acquisition, far fewer than 1,000 per ms, so the seed is above every fence handed out before.
+-- Fences never fall below the server clock (ms x 1000): a counter that lost its last increments
+-- (a failover to a replica that had not received them, asynchronous replication) or the whole key
+-- (a restart without persistence, a new semaphore) goes on above every fence handed out before,
+-- which grew by one per acquisition, far fewer than 1,000 per ms. Within one ms the counter adds
+-- one per acquisition. (It assumes the new server's clock is not behind the old one by more than
+-- the failover took.)
 local function next_fence(now)
   local fence = redis.call('INCR', F)
-  if fence == 1 then
+  if fence < now * 1000 then
     fence = now * 1000
     redis.call('SET', F, string.format('%.0f', fence), 'PX', ${FENCE_KEEP_MS})
   end

@@ -1,0 +1,45 @@
+/**
+ * A gate's own answers to requests it turns away: the busy decision (503 page or JSON), and what
+ * the page builders get of a request (its method, `Accept`, the framework's request, a CSP nonce
+ * from the user's `nonce` function). User functions (`skip`, `nonce`) that throw are logged once.
+ */
+import { BusyAnswers } from '../pages/answers.js'
+import { guardedCall } from './decisions.js'
+import type { BusyDecision, GateLogger, RequestView } from './types.js'
+
+export class GateAnswers<Req> {
+  /** User functions that threw (logged once each). */
+  readonly #warned = new Set<string>()
+  readonly pages: BusyAnswers
+
+  constructor(
+    private readonly gate: string,
+    private readonly logger: GateLogger,
+    retryAfter: number,
+    busyPage: ConstructorParameters<typeof BusyAnswers>[1],
+    private readonly nonce: ((request: Req) => string | undefined) | undefined,
+  ) {
+    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'))
+  }
+
+  /** Logs a page builder that threw (the built-in page is sent instead). */
+  pageError(option: string): (err: unknown) => void {
+    return (err) => this.logger.warn({ err, gate: this.gate }, `airlock-shield: ${option} threw; sending the built-in page`)
+  }
+
+  busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
+    return { kind: 'busy', reason, setCookie: undefined, response: this.pages.busy(this.request(view)) }
+  }
+
+  /** What the page builders get of `view`. */
+  request(view: RequestView<Req>) {
+    const nonce = this.nonce
+    const makeNonce = () => (nonce === undefined ? undefined : this.userCall('nonce', nonce, view.request))
+    return { method: view.method, accept: view.headers.accept, request: view.request, nonce: makeNonce }
+  }
+
+  /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */
+  userCall<T>(option: 'skip' | 'nonce', fn: (request: Req) => T, request: Req): T | undefined {
+    return guardedCall(option, fn, request, this.#warned, this.logger, this.gate)
+  }
+}
