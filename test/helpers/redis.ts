@@ -114,21 +114,24 @@ export async function startRedis(extraArgs: string[] = []): Promise<PrivateRedis
 
 export interface PrivateCluster {
   ports: number[]
+  /** Every node, masters first (with `replicas`, each master's replica after them). */
+  nodes: PrivateRedis[]
   /** A Cluster client; closed by `stop()`. */
   client(): Cluster
   stop(): Promise<void>
 }
 
-/** Spawns a private 3-master Redis Cluster on free loopback ports. */
-export async function startCluster(): Promise<PrivateCluster> {
+/** Spawns a private 3-master Redis Cluster on free loopback ports (`replicas`: one replica per master, 6 nodes). */
+export async function startCluster(options: { replicas?: 0 | 1 } = {}): Promise<PrivateCluster> {
   const nodes: PrivateRedis[] = []
-  for (let i = 0; i < 3; i++) {
+  const replicas = options.replicas ?? 0
+  for (let i = 0; i < 3 * (1 + replicas); i++) {
     nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`]))
   }
   const ports = nodes.map((n) => n.port)
   const created = spawnSync(
     'redis-cli',
-    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
     { encoding: 'utf8', timeout: 30_000 },
   )
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`)
@@ -145,6 +148,7 @@ export async function startCluster(): Promise<PrivateCluster> {
   probe.disconnect()
   return {
     ports,
+    nodes,
     client() {
       const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } })
       c.on('error', () => {})

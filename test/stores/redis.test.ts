@@ -101,7 +101,7 @@ describe.runIf(redisAvailable)('redis store', () => {
     }
   })
 
-  it('leaves nothing but the fence counter once a semaphore is idle', async () => {
+  it('leaves nothing but the fence counter and the server it was granted on once a semaphore is idle', async () => {
     const client = redis.client()
     const store = redisStore({ client, prefix: 'idle' })
     const r = await store.acquire('s', { token: 'a', limit: 1, ttl: 5_000, weight: 1 })
@@ -109,8 +109,9 @@ describe.runIf(redisAvailable)('redis store', () => {
     await store.release('s', 'a')
     await store.state('s')
     const keys = (await client.keys('{idle:s}:*')).sort()
-    expect(keys).toEqual(['{idle:s}:f', '{idle:s}:x'])
+    expect(keys).toEqual(['{idle:s}:e', '{idle:s}:f', '{idle:s}:x'])
     expect(await client.pttl('{idle:s}:f')).toBeGreaterThan(29 * 24 * 3600 * 1000)
+    expect(await client.pttl('{idle:s}:e')).toBeGreaterThan(29 * 24 * 3600 * 1000)
     await store.close()
   })
 

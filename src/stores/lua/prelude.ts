@@ -26,6 +26,9 @@
  * 15 `:ad` hash, the fleet's adaptive limit: `l` the limit; `st` the estimator's state (text);
  *          `at`, `turn` when the last judge was chosen and its number; `ws`, `wf`, `wr` and `b<i>`
  *          the fleet's pending window (samples, failures, refused, latency histogram). Kept an hour.
+ * 16 `:e`  hash, the server that granted the last slot: `id` its replication id (`master_replid`),
+ *          `q` the time until which no slot is granted after it changed (see server_changed). Kept
+ *          as long as the fencing counter.
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
  * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
@@ -38,7 +41,7 @@
 import { luaLeaseCodes, luaReplies } from './boundary.js'
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad'] as const
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e'] as const
 
 /** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
 export const PRE_QUEUE_BASE = 2 ** 52
@@ -55,7 +58,7 @@ const SWEEP_CHUNK = 1000
 export const PRELUDE = `
 local H, M, F, Q, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local QM, R, N, A, X = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local IS, IC, RT, CTL, AD = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local IS, IC, RT, CTL, AD, E = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 ${luaReplies()}
 ${luaLeaseCodes()}
 
@@ -130,6 +133,27 @@ local function next_fence(now)
     redis.call('SET', F, string.format('%.0f', fence), 'PX', ${FENCE_KEEP_MS})
   end
   return fence
+end
+
+-- True while no slot may be granted because the server changed under the semaphore: a replica
+-- promoted (by Sentinel, a managed service, CLUSTER FAILOVER) serves a new replication history,
+-- so its replication id differs from the one recorded at the last grant, and the slots granted
+-- just before may not have reached it. Then nothing is granted for ttl (every slot that may have
+-- been lost has expired by then; its holder learns it at its next refresh). The same in every
+-- topology and for every client, and sure: the id is the server's own.
+local function server_changed(now, ttl)
+  local id = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)') or ''
+  local v = redis.call('HMGET', E, 'id', 'q')
+  if v[1] ~= id then
+    if v[1] then
+      redis.call('HSET', E, 'id', id, 'q', now + ttl)
+    else
+      redis.call('HSET', E, 'id', id)
+    end
+    redis.call('PEXPIRE', E, ${FENCE_KEEP_MS})
+    return v[1] ~= false
+  end
+  return v[2] ~= false and tonumber(v[2]) > now
 end
 
 local function waiter_meta(id)

@@ -60,7 +60,10 @@ local length = redis.call('ZCARD', Q)
 -- What this call may fill up to: the limit, or less while the admission rate allows fewer.
 local cap = limit
 if rate > 0 then cap = math.min(limit, u + rate_room(now, rate)) end
-local admits = mayAdmit and not hold
+-- After a promotion, nobody new is admitted (a holder's own slot is still found), not from the line either.
+local changed = server_changed(now, ttl)
+if changed and not queued and not redis.call('ZSCORE', H, token) then return reply_busy(now, next_expiry()) end
+local admits = mayAdmit and not hold and not changed
 
 -- A new slot for token (added to :h, expiring at exp, unless the caller did). fromLine: admitted
 -- from the line; only those admissions are recorded for the ETA: they measure how fast the line
@@ -176,10 +179,19 @@ u = purge_holders(now, u)
 if u == 0 then far = 0 end
 local length = redis.call('ZCARD', Q)
 local out = {}
+local changed = server_changed(now, select(3, request(1)))
 for i = 1, count do
   local token, limit, ttl, weight = request(i)
   local r
-  if length > 0 then
+  if changed then
+    local held = redis.call('ZSCORE', H, token)
+    if held then
+      local _, fence = parse_meta(redis.call('HGET', M, token))
+      r = reply_acquired(fence, tonumber(held), now)
+    else
+      r = reply_busy(now, next_expiry())
+    end
+  elseif length > 0 then
     r = reply_line()
   else
     local exp = now + ttl
