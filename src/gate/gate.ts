@@ -315,7 +315,7 @@ export class Gate<Req = unknown> {
       if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error, true) : outcome
     }
     const newcomers = this.#steer.newcomers(Date.now())
-    if (this.#loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
+    if (newcomers.kind === 'normal' && this.#loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
     if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers)
     return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline) : this.busy(view, 'closed')
   }
@@ -390,7 +390,10 @@ export class Gate<Req = unknown> {
       const enter = { fresh, hold, shuffle: opening !== null }
       result = await this.call(() => line.room.enter(visitorId, enter), deadline, fresh ? releaseLateEntry : undefined)
     } catch (err) {
-      return this.storeFailed(view, err)
+      // A held line (queue-all, a scheduled opening) lets nobody in, whatever onStoreError says.
+      if (!hold) return this.storeFailed(view, err)
+      this.guard.logFailure(err, 'the line is held: busy')
+      return this.busy(view, 'store-unavailable')
     }
     if (result.status === 'full') {
       this.queueEvent('full', null, result.waiting)

@@ -190,3 +190,29 @@ describe('LocalShare', () => {
     expect(share.admitLocal(1_000 + 60_000 + 1_000)).toBeDefined()
   })
 })
+
+describe("onStoreError: 'local' never reopens a gate the operator holds", () => {
+  it('a queue-all gate whose store stalls lets no newcomer in (busy), and a closed one neither', { timeout: 30_000 }, async () => {
+    const redis = await startRedis()
+    closers.push(() => redis.stop())
+    const store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }) })
+    closers.push(() => store.close())
+    const { airlockControl } = await import('../../src/core/control.js')
+    const { createGate } = await import('../../src/gate/gate.js')
+    for (const [mode, queue] of [['queue-all', { maxLength: 100 }], ['closed', undefined]] as const) {
+      const name = `held-${mode}`
+      await airlockControl({ name, store }).set({ mode })
+      const gate = createGate({ name, store, secret: SECRET, limit: 5, logger: silent, storeTimeout: 100, ...(queue ? { queue } : {}) })
+      closers.push(() => gate.close())
+      await gate.ready
+      expect(gate.control.mode).toBe(mode)
+      const admin = redis.client()
+      await admin.call('CLIENT', 'PAUSE', '800', 'ALL')
+      const kinds = []
+      for (let i = 0; i < 3; i++) kinds.push((await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })).kind)
+      admin.disconnect()
+      expect(kinds).toEqual(['busy', 'busy', 'busy'])
+      await sleep(900)
+    }
+  })
+})
