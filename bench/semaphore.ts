@@ -1,8 +1,10 @@
 /**
  * Raw semaphore throughput: acquire+release pairs per second against one private redis-server,
  * this package vs redis-semaphore, with 1 and 50 concurrent callers, on the same kind of ioredis
- * client (plain, and with auto-pipelining). Scenarios alternate (A B A B ...) so machine noise hits
- * all alike; the table shows the median of the rounds.
+ * client (plain, and with auto-pipelining). Then ours on a second private server that has a replica
+ * on loopback, with `replicas: 0` (the default) and `replicas: 1` (each grant waits for the
+ * replica's acknowledgement, `WAIT`): what the option costs, side by side. Scenarios alternate
+ * (A B A B ...) so machine noise hits all alike; the table shows the median of the rounds.
  *
  *   npm run bench:semaphore            (or: npx tsx bench/semaphore.ts [--seconds 2] [--rounds 3])
  *
@@ -30,22 +32,28 @@ interface Scenario {
   lib: 'airlock-shield' | 'redis-semaphore'
   callers: number
   pipelined: boolean
+  /** Ours on the replicated server, with this `replicas` option. */
+  replicas?: number
 }
 
 const redis = await startRedis()
+// A primary with a replica on loopback, for the `replicas` rows.
+const replicated = await startRedis()
+const replica = await startRedis(['--replicaof', '127.0.0.1', String(replicated.port)])
+const replicatedClient = new Redis(replicated.url)
 const clients = {
   plain: new Redis(redis.url),
   pipelined: new Redis(redis.url, { enableAutoPipelining: true }),
 }
 // One store per client, as an application has (a store is shared by all its semaphores).
-const stores = { plain: redisStore({ client: clients.plain }), pipelined: redisStore({ client: clients.pipelined }) }
+const stores = { plain: redisStore({ client: clients.plain }), pipelined: redisStore({ client: clients.pipelined }), replicas0: redisStore({ client: replicatedClient }), replicas1: redisStore({ client: replicatedClient, replicas: 1 }) }
 
 /** One caller's loop: acquire (never waiting), release; counts completed pairs. */
 function pairLoop(s: Scenario, until: number): () => Promise<number> {
   const client = s.pipelined ? clients.pipelined : clients.plain
-  const name = `bench-${s.lib}-${s.callers}-${s.pipelined}`
+  const name = `bench-${s.lib}-${s.callers}-${s.pipelined}-${s.replicas ?? 0}`
   if (s.lib === 'airlock-shield') {
-    const store = s.pipelined ? stores.pipelined : stores.plain
+    const store = s.replicas === 1 ? stores.replicas1 : s.replicas === 0 ? stores.replicas0 : s.pipelined ? stores.pipelined : stores.plain
     const sem = createSemaphore({ name, limit: s.callers, ttl: 10_000, store })
     return async () => {
       let pairs = 0
@@ -89,6 +97,11 @@ for (const pipelined of [false, true]) {
     }
   }
 }
+for (const callers of [1, 50]) {
+  for (const replicas of [0, 1]) {
+    scenarios.push({ label: `airlock-shield ${callers} caller${callers > 1 ? 's' : ''}, with a replica, replicas: ${replicas}`, lib: 'airlock-shield', callers, pipelined: false, replicas })
+  }
+}
 
 const results = new Map<Scenario, number[]>()
 if (warmup > 0) for (const s of scenarios) await measure({ ...s }, warmup) // warm-up: scripts loaded, JIT warm
@@ -105,13 +118,17 @@ const rows = scenarios.map((s) => {
   return { ...s, pairs, runs: results.get(s)!.map(Math.round) }
 })
 const table = rows.map((r) => {
-  const peer = rows.find((p) => p.lib === 'redis-semaphore' && p.callers === r.callers && p.pipelined === r.pipelined)!
+  // The rows on the replicated server compare with ours there at `replicas: 0`: what WAIT costs.
+  const peer =
+    r.replicas !== undefined
+      ? rows.find((p) => p.replicas === 0 && p.callers === r.callers)!
+      : rows.find((p) => p.lib === 'redis-semaphore' && p.callers === r.callers && p.pipelined === r.pipelined && p.replicas === undefined)!
   return { ...r, vsPeer: r.pairs / peer.pairs }
 })
 const m = machine(await redisVersion(clients.plain))
 console.log(`\n${describeMachine(m)}\nacquire+release pairs/s, median of ${rounds} rounds x ${seconds} s, one private redis-server\n`)
 const markdown = markdownTable(
-  ['scenario', '>pairs/s', '>vs redis-semaphore', 'runs (pairs/s)'],
+  ['scenario', '>pairs/s', '>vs redis-semaphore (replica rows: vs replicas: 0)', 'runs (pairs/s)'],
   table.map((r) => [r.label, Math.round(r.pairs), `${r.vsPeer.toFixed(2)}x`, r.runs.join(' / ')]),
 )
 console.log(markdown)
@@ -127,6 +144,11 @@ console.log(`semaphore bench: ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
 await stores.plain.close()
 await stores.pipelined.close()
+await stores.replicas0.close()
+await stores.replicas1.close()
+replicatedClient.disconnect()
 clients.plain.disconnect()
 clients.pipelined.disconnect()
+await replica.stop()
+await replicated.stop()
 await redis.stop()

@@ -1,6 +1,6 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { timedStoreCall } from '../base/events.js'
-import { describe, duration, knownKeys, safeName } from '../base/validate.js'
+import { describe, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
 import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
@@ -19,6 +19,15 @@ export interface RedisStoreOptions {
   commandTimeout?: number
   /** Key prefix; keys look like `{<prefix>:<name>}:h`. Default `'airlock'`. */
   prefix?: string
+  /**
+   * Replicas that must acknowledge each new slot (`WAIT`) before it is granted, so a failover to
+   * one of them cannot lose it. A slot they do not acknowledge within `replicaTimeout` is given
+   * back (busy): with fewer replicas up than this, nothing is granted. Default 0 (asynchronous
+   * replication: a failover may lose the last grants, see docs/stores.md). Not on a Cluster client.
+   */
+  replicas?: number
+  /** How long a grant waits for the replicas' acknowledgement (ms). Default: half of `commandTimeout`. */
+  replicaTimeout?: number
 }
 
 /** Most decisions sent in one batch call. */
@@ -56,6 +65,11 @@ export class RedisStore implements Store {
   readonly client: RedisClient
   readonly commandTimeout: number
   readonly prefix: string
+  /** Replicas that acknowledge each grant (`WAIT`), and how long a grant waits for them (ms). */
+  readonly replicas: number
+  readonly replicaTimeout: number
+  /** The `WAIT` the grants answered in this tick share (it covers every write the connection made before it). */
+  #replicaWait: Promise<number> | undefined
   private subscriber: RedisClient | undefined
   private subscribing: Promise<RedisClient> | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
@@ -73,10 +87,18 @@ export class RedisStore implements Store {
     if (options === null || typeof options !== 'object') {
       optionError(`redisStore() needs an options object with a client, got ${describe(options)}`)
     }
-    knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix'])
+    knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix', 'replicas', 'replicaTimeout'])
     this.client = redisClientOption(options.client)
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
+    this.replicas = nonNegativeInteger('replicas', options.replicas ?? 0)
+    this.replicaTimeout = duration('replicaTimeout', options.replicaTimeout ?? Math.max(1, Math.floor(this.commandTimeout / 2)))
+    if (this.replicas > 0 && (this.client as { isCluster?: boolean }).isCluster === true) {
+      optionError('replicas is not supported on a Cluster client (WAIT cannot be sent to the shard of a key); leave it at 0')
+    }
+    if (this.replicaTimeout >= this.commandTimeout) {
+      optionError(`replicaTimeout must be below commandTimeout (${this.commandTimeout} ms), got ${this.replicaTimeout}`)
+    }
     this.caller = new RedisCaller(this.client, this.commandTimeout)
     this.#server = new ServerWatch(this.client, this.prefix)
     this.leftovers = new Leftovers((name, tokens) =>
@@ -134,12 +156,22 @@ export class RedisStore implements Store {
     }
     result ??= await this.acquireOne(name, req)
     // Sent before a different server was found answering, and answered by it (a command queued
-    // while the connection was down): the new server may lack slots it does not know of. Given back.
-    if (result.status === 'acquired' && this.#server.changes !== changes) {
+    // while the connection was down): the new server may lack slots it does not know of. Given
+    // back; so is one the replicas did not acknowledge (with `replicas`).
+    if (result.status === 'acquired' && (this.#server.changes !== changes || (this.replicas > 0 && !(await this.#acknowledged())))) {
       void this.release(name, req.token).catch(() => {})
       return { status: 'busy', now: result.now, nextExpiry: null }
     }
     return result
+  }
+
+  /** True when `replicas` replicas hold every write made so far on this connection (one `WAIT` per tick, shared). */
+  async #acknowledged(): Promise<boolean> {
+    this.#replicaWait ??= Promise.resolve().then(() => {
+      this.#replicaWait = undefined
+      return this.caller.deadlines.race(this.client.call('WAIT', this.replicas, this.replicaTimeout) as Promise<number>, Date.now() + this.commandTimeout)
+    })
+    return (await this.#replicaWait.catch(() => 0)) >= this.replicas
   }
 
   private async acquireOne(name: string, req: AcquireRequest): Promise<AcquireResult> {

@@ -38,7 +38,7 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
     expect(r.machine.redis).toMatch(/^\d+\.\d+/)
   })
 
-  it('semaphore: ours and redis-semaphore, 1 and 50 callers', { timeout: 90_000 }, async () => {
+  it('semaphore: ours and redis-semaphore, 1 and 50 callers; ours with a replica, replicas 0 and 1', { timeout: 90_000 }, async () => {
     const { code, out } = await runBench('semaphore.ts', { ROUNDS: '1', SECONDS: '0.25', WARMUP: '0' })
     expect(code, out).toBe(0)
     for (const lib of ['airlock-shield', 'redis-semaphore']) {
@@ -46,7 +46,10 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
         expect(row(out, `${lib} ${callers}`), `${lib} ${callers}`).toBeDefined()
       }
     }
-    expect(json('semaphore').rows).toHaveLength(8)
+    for (const callers of ['1 caller', '50 callers']) {
+      for (const replicas of [0, 1]) expect(row(out, `airlock-shield ${callers}, with a replica, replicas: ${replicas}`)).toBeDefined()
+    }
+    expect(json('semaphore').rows).toHaveLength(12)
   })
 
   it('waiting room: poll latency and ETA', { timeout: 90_000 }, async () => {

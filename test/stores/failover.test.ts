@@ -206,4 +206,32 @@ describe('a store that lost its last writes', () => {
     }, 5_000)
     expect(lines.filter((l) => l.level === 'error' && /different Redis/.test(l.msg ?? ''))).toHaveLength(1)
   })
+
+  it('replicas: 1 grants a slot only once a replica holds it; with the replica gone, nothing is granted (busy within replicaTimeout)', { timeout: 30_000 }, async () => {
+    primary = await startRedis()
+    replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)])
+    const admin = replica.client()
+    await until(async () => /master_link_status:up/.test(await admin.info('replication')))
+    const store = redisStore({ client: primary.client(), replicas: 1, replicaTimeout: 200 })
+    closers.push(() => store.close())
+    const sem = createSemaphore({ name: 'acked', limit: 5, ttl: 5_000, store })
+    const lease = await sem.acquire()
+    expect(lease).not.toBeNull()
+    // The replica already has it: a failover to it now would not lose it.
+    expect(Number(await admin.hget('{airlock:acked}:m', '#used'))).toBe(1)
+    await replica.kill()
+    const t0 = Date.now()
+    expect(await sem.acquire()).toBeNull()
+    expect(Date.now() - t0).toBeLessThan(1_000)
+    // The slot the replicas did not acknowledge was given back: only the first is held.
+    await until(async () => (await sem.getState()).held === 1, 2_000)
+    replica = undefined
+  })
+
+  it('replicas: checked at startup, with a sentence naming the option', () => {
+    const client = { defineCommand() {}, duplicate() {}, isCluster: true }
+    expect(() => redisStore({ client: client as never, replicas: 1 })).toThrow(/replicas is not supported on a Cluster client/)
+    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: -1 })).toThrow(/replicas/)
+    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: 1, replicaTimeout: 1000 })).toThrow(/replicaTimeout must be below commandTimeout \(1000 ms\)/)
+  })
 })

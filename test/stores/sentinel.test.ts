@@ -45,10 +45,14 @@ async function sentinel(primaryPort: number): Promise<number> {
     if (proc.exitCode === null && proc.signalCode === null) await new Promise<void>((r) => (proc.once('exit', () => r()), proc.kill('SIGKILL')))
     rmSync(dir, { recursive: true, force: true })
   })
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 0 })
-  probe.on('error', () => {})
-  await until(async () => (await probe.connect().then(() => probe.ping(), () => null)) === 'PONG', 10_000)
-  probe.disconnect()
+  // A fresh probe each try: one whose first connect failed keeps reconnecting and refuses connect().
+  await until(async () => {
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+    probe.on('error', () => {})
+    const answer = await probe.connect().then(() => probe.ping(), () => null)
+    probe.disconnect()
+    return answer === 'PONG'
+  }, 20_000, 50)
   return port
 }
 
