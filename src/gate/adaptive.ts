@@ -188,7 +188,10 @@ export class Adaptor {
   async tick(): Promise<void> {
     if (this.#busy) return
     this.#busy = true
-    const { min, max, initial } = this.settings
+    const { min, max } = this.settings
+    // `initial`: the figure this instance last saw (its setting at first): a store that lost its
+    // data (a restart, a failover) goes on from the figure in force, not from the setting.
+    const initial = this.#state.limit
     try {
       const answer = await this.#fleet.adapt(this.name, { ...this.#take(), min, max, initial, every: this.window, minSamples: judgeSamples(this.#state.limit) })
       let limit = answer.limit

@@ -121,6 +121,10 @@ export interface AdaptReport {
   buckets: readonly (readonly [number, number])[]
   min: number
   max: number
+  /**
+   * The figure when the store has none: the gate's `initial` at first, then the last figure the
+   * instance saw (so a store that lost its data goes on from the figure in force, not from scratch).
+   */
   initial: number
   /** The judging interval (ms): a window is judged once it is this long and holds `minSamples`
    * samples (or a failure), or once it is `4 x every` long whatever it holds. */

@@ -160,4 +160,23 @@ requireRedis()
 if (hasRedisServer) {
   const priv = usePrivateRedis()
   overrideAndRestart('Redis', () => priv.store)
+
+  it('a store that lost its data (FLUSHDB on a private server): the gate goes on from the figure in force, not from its initial setting', async () => {
+    const name = `lost-${Math.random().toString(36).slice(2)}`
+    const gate = createGate({ name, limit: { min: 2, max: 100, initial: 40 }, store: priv.store, secret: SECRET })
+    closers.push(() => gate.close())
+    for (let i = 0; i < 40; i++) gate.measure(50, false)
+    await until(async () => (await gate.status()).adaptive?.baseline !== null)
+    for (let i = 0; i < 6; i++) gate.measure(50, true)
+    await until(() => gate.limit < 40)
+    await sleep(300)
+    const before = gate.limit
+    const admin = priv.redis.client()
+    await admin.flushdb() // a private server: nobody else's data
+    admin.disconnect()
+    await sleep(500)
+    // Before: the next window read no figure and went back to 40, a figure that had just failed.
+    expect((await gate.status()).adaptive!.limit).toBe(before)
+    expect(gate.limit).toBeLessThanOrEqual(before)
+  })
 }
