@@ -144,6 +144,9 @@ describe('a store that lost its last writes', () => {
     await take(sem, 20, held, fences)
     await sleep(400)
     expect(held.peak).toBeLessThanOrEqual(20)
+    // Back to full capacity: the 10 the replica had, and 10 new ones in place of those it lacked.
+    await take(sem, 20, held, fences)
+    expect(held.size).toBe(20)
     // Fences: unique and increasing across the loss.
     expect(new Set(fences).size).toBe(fences.length)
     for (let i = 1; i < fences.length; i++) expect(fences[i]!).toBeGreaterThan(fences[i - 1]!)
