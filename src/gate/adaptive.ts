@@ -77,6 +77,11 @@ export class Adaptor {
    * it applies to, `windows` how long it has held.
    */
   #brake: { limit: number; fleet: number; windows: number } | undefined
+  /**
+   * Session mode: the most passes out the store counted in the last window this instance judged
+   * (`null` before one): above the figure in force, the visitors a cut meant to shed are still in.
+   */
+  #out: number | null = null
   /** Session mode: passes whose last request failed, and the local time before which their next one waits. */
   readonly #heldBack = new Map<string, number>()
   /** Where the fleet's figure is kept: the store, or this gate alone when the store keeps none. */
@@ -91,6 +96,8 @@ export class Adaptor {
     /** Session mode: a slot is a visitor (see `AdaptiveWindow.sessions`). */
     private readonly sessions: boolean,
     private readonly onError: (err: unknown) => void,
+    /** Session mode: gives back the pass `decision` holds (its visitor is a newcomer again). */
+    private readonly revoke: (decision: GateDecision) => void = () => {},
   ) {
     this.#state = { ...settings, limit: settings.initial, baseline: null, recent: null, reason: 'start' }
     limit.setAdaptive(settings.initial)
@@ -124,7 +131,15 @@ export class Adaptor {
       return
     }
     this.#failures++
-    if (decision !== undefined && holdsPass(decision)) this.#failedPass(decision.token, ms)
+    if (decision !== undefined && holdsPass(decision)) {
+      // More passes out than the figure in force (a cut, a brake): session mode cannot take a pass
+      // back in general, but a visitor whose request just failed is one too many: its pass is
+      // given back, and its next request is a newcomer's (busy, or queued) instead of a failure.
+      if (this.sessions && this.#out !== null && this.#out > this.limit.value) {
+        this.#out--
+        this.revoke(decision)
+      } else this.#failedPass(decision.token, ms)
+    }
     const fleet = this.#state.limit
     const floor = Math.max(this.settings.min, Math.ceil(fleet / 2))
     // Request mode: each failure is about one slot too many (its slot is kept as long as a good
@@ -198,6 +213,7 @@ export class Adaptor {
       let state = answer.state
       if (answer.judge) {
         const { turn, samples, failures, refused, inside, buckets } = answer.judge
+        this.#out = inside
         const estimator = AdaptiveEstimator.restore(answer.state)
         // Judged at the figure that was in force: a live limit overrides the fleet's, and what the
         // window shows is what that figure let happen. So a cleared live limit leaves the adaptive

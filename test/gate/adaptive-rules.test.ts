@@ -112,6 +112,44 @@ describe('a failure costs what a success costs', () => {
   })
 })
 
+describe('session mode: passes out above the figure in force', () => {
+  it('a visitor whose request fails while more passes are out than the figure gives its pass back: its next request is a newcomer\'s (busy), not another failure', { timeout: 20_000 }, async () => {
+    // A backend that fails at once above 4 inside; 12 visitors in at the start (initial 12).
+    let inside = 0
+    const fastify = Fastify()
+    await fastify.register(airlockShield, { mode: 'session', secret: SECRET, logger: { warn: () => {} }, limit: { min: 2, max: 50, initial: 12 }, store: memoryStore() })
+    fastify.get('/', async (_req, reply) => {
+      if (inside >= 4) return reply.code(500).send('refused')
+      inside++
+      await sleep(20)
+      inside--
+      return 'ok'
+    })
+    await fastify.listen({ port: 0, host: '127.0.0.1' })
+    closers.push(() => fastify.close())
+    const url = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`
+    const end = Date.now() + 3_000
+    // Per visitor: after one of its requests with a pass failed, what its next answers were.
+    let passHolderBusy = 0
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        let cookie: string | undefined
+        let failedWithPass = false
+        while (Date.now() < end) {
+          const r = await fetch(url, { headers: cookie ? { cookie } : {} })
+          await r.arrayBuffer()
+          cookie = r.headers.get('set-cookie')?.split(';')[0] ?? cookie
+          if (r.status === 500 && cookie) failedWithPass = true
+          if (r.status === 503 && failedWithPass) passHolderBusy++
+          if (r.status !== 200) await sleep(30)
+        }
+      }),
+    )
+    // Before: a pass holder always passed, so past the capacity it failed until its visit ended.
+    expect(passHolderBusy).toBeGreaterThan(0)
+  })
+})
+
 function overrideAndRestart(label: string, fresh: () => Store) {
   describe(`learns only what was allowed to happen (${label})`, () => {
     it('no growth while a live limit holds the gate lower; cleared, it goes on from the live figure', { timeout: 20_000 }, async () => {
