@@ -96,7 +96,7 @@ export class RedisStore implements Store {
     if (this.replicas > 0 && (this.client as { isCluster?: boolean }).isCluster === true) {
       optionError('replicas is not supported on a Cluster client (WAIT cannot be sent to the shard of a key); leave it at 0')
     }
-    if (this.replicaTimeout >= this.commandTimeout) {
+    if (this.replicas > 0 && this.replicaTimeout >= this.commandTimeout) {
       optionError(`replicaTimeout must be below commandTimeout (${this.commandTimeout} ms), got ${this.replicaTimeout}`)
     }
     this.caller = new RedisCaller(this.client, this.commandTimeout)

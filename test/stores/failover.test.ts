@@ -236,5 +236,7 @@ describe('a store that lost its last writes', () => {
     expect(() => redisStore({ client: client as never, replicas: 1 })).toThrow(/replicas is not supported on a Cluster client/)
     expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: -1 })).toThrow(/replicas/)
     expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: 1, replicaTimeout: 1000 })).toThrow(/replicaTimeout must be below commandTimeout \(1000 ms\)/)
+    // Without replicas, the timeout is not in play: a short commandTimeout alone is fine.
+    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, commandTimeout: 1 })).not.toThrow()
   })
 })
