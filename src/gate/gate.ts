@@ -446,7 +446,8 @@ export class Gate<Req = unknown> {
   private admitRequest(slot: PooledSlot): AdmitDecision {
     const token = slot.lease.token
     const measured = this.#adaptor && measureFrom(this.#adaptor, performance.now())
-    const counted = this.#share.count(requestSlot(slot, this.pool, (err) => this.guard.logFailure(err, 'release'), measured))
+    this.#share.entered()
+    const counted = requestSlot(slot, this.pool, this.#releaseError, measured, this.#share.left)
     return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
   }
 

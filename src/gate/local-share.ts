@@ -112,20 +112,13 @@ export class LocalShare {
     return this.#local > 0 && this.#used(now) >= this.share
   }
 
-  /** Request mode: `slot`, a store slot just granted, counted in flight here until it is released. */
-  count(slot: RequestSlot): RequestSlot {
+  /** Request mode: a request admitted with a store slot is in flight here until `left` (once, when its slot is freed). */
+  entered(): void {
     this.#inFlight++
-    let left = false
-    return {
-      token: slot.token,
-      release: (failed) => {
-        if (!left) {
-          left = true
-          this.#inFlight--
-        }
-        return slot.release(failed)
-      },
-    }
+  }
+
+  readonly left = (): void => {
+    this.#inFlight--
   }
 
   /** Session mode: a pass was given now (it may be out until `passTtl` has passed). */

@@ -159,11 +159,13 @@ export class SlotPool {
  * A request's slot as the adapters see it: released exactly once, back to the pool (when reusing)
  * or to the store. A failed release is only logged: the slot then frees itself after `ttl`.
  * `measured` (the adaptive limit) is told how the request ended and answers how much longer (ms) a
- * failed request keeps its slot; the release then waits that long.
+ * failed request keeps its slot; the release then waits that long. `onFree` is told once, when the
+ * slot is freed (the local share's count of requests in flight).
  */
-export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onError: (err: unknown) => void, measured?: (failed: boolean) => number): RequestSlot {
+export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onError: (err: unknown) => void, measured?: (failed: boolean) => number, onFree?: () => void): RequestSlot {
   let done: Promise<boolean> | undefined
   const free = (): Promise<boolean> => {
+    onFree?.()
     if (pool) {
       pool.give(slot, Date.now())
       return Promise.resolve(true)

@@ -11,6 +11,8 @@ import Fastify from 'fastify'
 import { airlockShield } from '../../src/fastify.js'
 import type { Gate } from '../../src/gate/gate.js'
 import { LocalShare } from '../../src/gate/local-share.js'
+import { pooledSlot, requestSlot } from '../../src/gate/slot-pool.js'
+import type { Lease } from '../../src/core/semaphore.js'
 import { redisStore } from '../../src/stores/redis.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
@@ -161,9 +163,14 @@ describe('LocalShare', () => {
     const share = new LocalShare(() => limit, false, 60_000)
     share.fleet = 2
     expect(share.share).toBe(3)
-    const slot = (token: string) => ({ token, release: async () => true })
-    const a = share.count(slot('a'))
-    share.count(slot('b'))
+    // A request's slot as the gate makes it: counted in, and out once when its slot is freed.
+    const slot = (token: string) => {
+      share.entered()
+      const lease = { token, release: async () => true } as unknown as Lease
+      return requestSlot(pooledSlot(lease, 0), undefined, () => {}, undefined, share.left)
+    }
+    const a = slot('a')
+    slot('b')
     const local = share.admitLocal(0)!
     expect(local).toBeDefined()
     // Three in flight: no more local admits, and (one being local) no pooled or granted slot either.
@@ -174,8 +181,8 @@ describe('LocalShare', () => {
     expect(share.full(0)).toBe(false)
     void local.release()
     // No local admit in flight: the store alone decides again, whatever is in flight.
-    share.count(slot('c'))
-    share.count(slot('d'))
+    slot('c')
+    slot('d')
     expect(share.full(0)).toBe(false)
     limit = 1
     expect(share.share).toBe(0)

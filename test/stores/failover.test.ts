@@ -57,6 +57,16 @@ async function forwarder(target: number): Promise<{ port: number; moveTo(port: n
   }
 }
 
+/** A Redis store whose client connects through the forwarder on `port` (closed after the test). */
+function storeBehind(port: number) {
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 5 })
+  client.on('error', () => {})
+  const store = redisStore({ client })
+  closers.push(() => client.disconnect())
+  closers.push(() => store.close())
+  return store
+}
+
 /** Holders that refresh every ttl / 3 and stop believing when a refresh says the slot is gone; `peak` is sampled every 20 ms. */
 function holders() {
   const held = new Set<Lease>()
@@ -109,11 +119,7 @@ describe('a store that lost its last writes', () => {
     await admin.call('REPLICAOF', '127.0.0.1', String(primary.port))
     await until(async () => /master_link_status:up/.test(await admin.info('replication')))
     const endpoint = await forwarder(primary.port)
-    const client = new Redis({ port: endpoint.port, host: '127.0.0.1', maxRetriesPerRequest: 5 })
-    client.on('error', () => {})
-    const store = redisStore({ client })
-    closers.push(() => store.close())
-    closers.push(() => client.disconnect())
+    const store = storeBehind(endpoint.port)
     const events: FailoverEvent[] = []
     const onFailover = (m: unknown) => void events.push(m as FailoverEvent)
     diagnostics.subscribe('airlock:failover', onFailover)
@@ -181,11 +187,7 @@ describe('a store that lost its last writes', () => {
     primary = await startRedis()
     replica = await startRedis()
     const endpoint = await forwarder(primary.port)
-    const client = new Redis({ port: endpoint.port, host: '127.0.0.1', maxRetriesPerRequest: 5 })
-    client.on('error', () => {})
-    const store = redisStore({ client })
-    closers.push(() => store.close())
-    closers.push(() => client.disconnect())
+    const store = storeBehind(endpoint.port)
     const lines: { level: string; msg?: string }[] = []
     const logger = { warn: (_: object, msg?: string) => void lines.push({ level: 'warn', msg }), error: (_: object, msg?: string) => void lines.push({ level: 'error', msg }) }
     const gate = createGate({ name: 'failover-gate', mode: 'request', limit: 5, ttl: 1500, store, logger, secret: 'a-test-secret-that-is-at-least-32-bytes-long', reuseWindow: 0 })

@@ -183,19 +183,12 @@ local changed = server_changed(now, select(3, request(1)))
 for i = 1, count do
   local token, limit, ttl, weight = request(i)
   local r
-  if changed then
-    local held = redis.call('ZSCORE', H, token)
-    if held then
-      local _, fence = parse_meta(redis.call('HGET', M, token))
-      r = reply_acquired(fence, tonumber(held), now)
-    else
-      r = reply_busy(now, next_expiry())
-    end
-  elseif length > 0 then
+  -- After a promotion (changed) nothing new is granted, but a holder's own slot is still found.
+  if length > 0 and not changed then
     r = reply_line()
   else
     local exp = now + ttl
-    if u + weight <= limit and redis.call('ZADD', H, 'NX', exp, token) == 1 then
+    if not changed and u + weight <= limit and redis.call('ZADD', H, 'NX', exp, token) == 1 then
       local fence = next_fence(now)
       u = u + weight
       redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
