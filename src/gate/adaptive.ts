@@ -8,7 +8,7 @@
  * The operator's live limit still wins (EffectiveLimit).
  */
 import { limitChannel, type LimitEvent } from '../base/events.js'
-import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, type AdaptiveStep } from '../core/adaptive.js'
+import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, SHARP, type AdaptiveStep } from '../core/adaptive.js'
 import { AdaptiveBoard } from '../stores/adaptive-board.js'
 import type { AdaptReport, Store } from '../stores/types.js'
 import type { EffectiveLimit } from './limit.js'
@@ -120,26 +120,20 @@ export class Adaptor {
   /**
    * One admitted request ended after `ms`; `failed`: a 5xx, a thrown handler, a timeout. A failure
    * brakes this instance at once, until the fleet's judge has spoken: one slot less per failure in
-   * request mode (at most half the fleet's figure), one newcomer less in session mode; and holds
-   * back the next request of the pass `decision` held, if any.
+   * request mode (at most half the fleet's figure), one newcomer less in session mode. Session mode:
+   * the pass `decision` held is given back when a cut meant to shed it (see #shed), else a failure
+   * holds back its next request.
    */
   measured(ms: number, failed: boolean, decision?: GateDecision): void {
     this.#buckets[latencyBucket(ms)]!++
     this.#samples++
+    if (this.sessions && decision !== undefined && holdsPass(decision) && this.#shed(ms, failed)) this.revoke(decision)
+    else if (failed && decision !== undefined && holdsPass(decision)) this.#failedPass(decision.token, ms)
     if (!failed) {
       this.#good = this.#good === 0 ? ms : this.#good + (ms - this.#good) / 16
       return
     }
     this.#failures++
-    if (decision !== undefined && holdsPass(decision)) {
-      // More passes out than the figure in force (a cut, a brake): session mode cannot take a pass
-      // back in general, but a visitor whose request just failed is one too many: its pass is
-      // given back, and its next request is a newcomer's (busy, or queued) instead of a failure.
-      if (this.sessions && this.#out !== null && this.#out > this.limit.value) {
-        this.#out--
-        this.revoke(decision)
-      } else this.#failedPass(decision.token, ms)
-    }
     const fleet = this.#state.limit
     const floor = Math.max(this.settings.min, Math.ceil(fleet / 2))
     // Request mode: each failure is about one slot too many (its slot is kept as long as a good
@@ -158,6 +152,22 @@ export class Adaptor {
    */
   keepFailed(elapsed: number): number {
     return Math.max(0, Math.min(this.#good, MAX_KEEP_MS) - elapsed)
+  }
+
+  /**
+   * Session mode: true when the visitor whose request just ended after `ms` (`failed`) is one a cut
+   * meant to shed. Session mode cannot take passes back in general; but while more passes are out
+   * than the figure in force (the store's count at the last judged window, less those shed since),
+   * a visitor whose request failed or was sharply slower than the baseline (the backend past its
+   * capacity) gives its pass back, and its next request is a newcomer's (busy, or queued). The cut
+   * then holds within one request's time instead of lasting until visits end.
+   */
+  #shed(ms: number, failed: boolean): boolean {
+    if (this.#out === null || this.#out <= this.limit.value) return false
+    const baseline = this.#state.baseline
+    if (!failed && (baseline === null || ms <= SHARP * baseline)) return false
+    this.#out--
+    return true
   }
 
   /**

@@ -150,6 +150,42 @@ describe('session mode: passes out above the figure in force', () => {
   })
 })
 
+describe('session mode: a latency cut holds at once', () => {
+  it('while more passes are out than the figure, a visitor whose request was sharply slower than the baseline gives its pass back', { timeout: 20_000 }, async () => {
+    // 12 visitors in (initial 12); 20 ms a request for 1.5 s, then 200 ms above 4 inside (no failure).
+    let inside = 0
+    const t0 = Date.now()
+    const fastify = Fastify()
+    await fastify.register(airlockShield, { mode: 'session', secret: SECRET, logger: { warn: () => {} }, limit: { min: 2, max: 50, initial: 12 }, store: memoryStore() })
+    fastify.get('/', async () => {
+      inside++
+      await sleep(Date.now() - t0 > 1_500 && inside > 4 ? 200 : 20)
+      inside--
+      return 'ok'
+    })
+    await fastify.listen({ port: 0, host: '127.0.0.1' })
+    closers.push(() => fastify.close())
+    const url = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`
+    const end = t0 + 5_000
+    // Answers 503 to a visitor that had been let in.
+    let passHolderBusy = 0
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        let cookie: string | undefined
+        while (Date.now() < end) {
+          const r = await fetch(url, { headers: cookie ? { cookie } : {} })
+          await r.arrayBuffer()
+          if (r.status === 503 && cookie) passHolderBusy++
+          cookie = r.headers.get('set-cookie')?.split(';')[0] ?? cookie
+          if (r.status !== 200) await sleep(30)
+        }
+      }),
+    )
+    // Before: no request failed, so every visitor let in kept its pass however far the cut went.
+    expect(passHolderBusy).toBeGreaterThan(0)
+  })
+})
+
 function overrideAndRestart(label: string, fresh: () => Store) {
   describe(`learns only what was allowed to happen (${label})`, () => {
     it('no growth while a live limit holds the gate lower; cleared, it goes on from the live figure', { timeout: 20_000 }, async () => {
