@@ -7,11 +7,15 @@
  * origin; skipped with a reason when nginx is absent); our proxy without the gate; with pass
  * holders; in request mode on a private Redis. Then a hug through the proxy: HUG_CONNECTIONS (300)
  * connections on a fragile route (20 ms, 500 past 50 in flight) behind request mode at limit 50:
- * the origin must answer no 500. Env: SECONDS, CONNECTIONS, HUG_CONNECTIONS, BENCH_RESULTS.
+ * the origin must answer no 500. Then every core each: nginx `worker_processes auto` against
+ * `airlock proxy --workers auto` (pass holders and request mode, on the private Redis).
+ * PROFILE=1: the single-process proxies run under `--cpu-prof`; the top entries by self time are
+ * printed per row (the gate's part and the proxying part). WORKERS=0 skips the every-core rows.
+ * Env: SECONDS, CONNECTIONS, HUG_CONNECTIONS, PROFILE, WORKERS, BENCH_RESULTS.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { freePort, startRedis } from '../test/helpers/redis.js'
@@ -33,16 +37,43 @@ function start(cmd: string, args: string[], env: Record<string, string> = {}): P
     })
   })
 }
-const tsx = (file: string, env: Record<string, string>) => start(process.execPath, ['--import', 'tsx', new URL(file, import.meta.url).pathname], env)
+const PROFILE = process.env.PROFILE === '1'
+const profiles = mkdtempSync(join(tmpdir(), 'airlock-proxy-prof-'))
+let profiled = 0
+/** Starts a bench process; with PROFILE, under --cpu-prof into its own directory (named by the row). */
+const tsx = (file: string, env: Record<string, string>, profile?: string) =>
+  start(process.execPath, [...(PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(profiles, `${++profiled}-${profile}`)}`] : []), '--import', 'tsx', new URL(file, import.meta.url).pathname], env)
 
-async function nginx(originPort: number): Promise<number | string> {
+/** The top `n` functions by self time in the .cpuprofile under `dir`, as "name (file) x %". */
+function topOfProfile(dir: string, n = 12): string[] {
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
+  if (!file) return ['(no profile written)']
+  const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[] }
+  const byId = new Map(prof.nodes.map((node) => [node.id, node]))
+  const self = new Map<string, number>()
+  for (const id of prof.samples) {
+    const f = byId.get(id)!.callFrame
+    const where = f.url.replace(/^.*node_modules\//, '').replace(/^.*\/(src|bench)\//, '$1/').replace(/^file:\/\//, '')
+    const key = `${f.functionName || '(anonymous)'} (${where || 'native'}${f.url ? `:${f.lineNumber + 1}` : ''})`
+    self.set(key, (self.get(key) ?? 0) + 1)
+  }
+  const total = prof.samples.length
+  return [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${fixed((100 * v) / total, 1)} % ${k}`)
+}
+
+async function load(port: number, path = '/', headers: Record<string, string> = {}, connections = CONNECTIONS): Promise<autocannon.Result> {
+  return autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: SECONDS, headers })
+}
+
+/** nginx, one worker or one per core (`auto`). */
+async function nginxWith(originPort: number, workers: string): Promise<number | string> {
   if (spawnSync('nginx', ['-v']).error) return 'nginx is not installed (apt-get install nginx)'
   const dir = mkdtempSync(join(tmpdir(), 'airlock-nginx-'))
   const port = await freePort()
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')
   writeFileSync(
     join(dir, 'nginx.conf'),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+    `worker_processes ${workers}; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
 events { worker_connections 4096; }
 http { access_log off; ${temp}
   upstream origin { server 127.0.0.1:${originPort}; keepalive 64; }
@@ -57,47 +88,93 @@ http { access_log off; ${temp}
   return 'nginx did not start'
 }
 
-async function load(port: number, path = '/', headers: Record<string, string> = {}, connections = CONNECTIONS): Promise<autocannon.Result> {
-  return autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: SECONDS, headers })
+const SECRET = 'proxy-bench-secret-that-is-at-least-32-bytes'
+/** `airlock proxy --workers auto` as a real command (its own processes), on Redis; resolves its port. */
+async function workersProxy(target: string, redisUrl: string, mode: string, prefix: string): Promise<number> {
+  const port = await freePort()
+  const cli = new URL('../src/cli.ts', import.meta.url).pathname
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'proxy', '--target', target, '--port', String(port), '--workers', 'auto', '--redis', redisUrl, '--prefix', prefix, '--mode', mode, '--limit', '1000', '--pass-ttl', '10m', '--log-level', 'silent'], {
+    env: { ...process.env, AIRLOCK_SECRET: SECRET },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  children.push(child)
+  await new Promise<void>((resolve, reject) => {
+    child.on('exit', (code) => reject(new Error(`airlock proxy --workers exited ${code}`)))
+    child.stdout!.on('data', (d: Buffer) => d.toString().includes('workers') && resolve())
+  })
+  return port
+}
+
+/** A pass cookie (confirmed) from the proxy at `port`. */
+async function passOf(port: number): Promise<string> {
+  const pass = (await fetch(`http://127.0.0.1:${port}/`)).headers.getSetCookie()[0]!.split(';')[0]!
+  await fetch(`http://127.0.0.1:${port}/`, { headers: { cookie: pass } }) // confirmed: a full pass
+  return pass
 }
 
 const redis = await startRedis()
 try {
   const origin = (await tsx('./proxy/origin.ts', {}))!
   const target = `http://127.0.0.1:${origin}`
-  const rows: { name: string; rps: number | null; p99: number | null; non2xx: number; note?: string }[] = []
-  const row = (name: string, r: autocannon.Result) => rows.push({ name, rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx + r.errors })
+  const rows: { name: string; rps: number | null; p99: number | null; non2xx: number; note?: string; profile?: string[] }[] = []
+  const row = (name: string, r: autocannon.Result, profile?: string[]) => rows.push({ name, rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx + r.errors, ...(profile ? { profile } : {}) })
+  const missing = (name: string, note: string) => rows.push({ name, rps: null, p99: null, non2xx: 0, note })
+  /** Stops the last bench process started (so its profile is written) and reads its profile. */
+  const stopLast = async (): Promise<string[] | undefined> => {
+    const child = children.pop()!
+    await new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))
+    if (!PROFILE) return undefined
+    const dir = readdirSync(profiles).sort((a, b) => parseInt(a) - parseInt(b)).at(-1)
+    return dir ? topOfProfile(join(profiles, dir)) : undefined
+  }
   row('origin direct', await load(origin))
-  const ng = await nginx(origin)
+  const ng = await nginxWith(origin, '1')
   if (typeof ng === 'number') row('nginx proxy_pass (1 worker)', await load(ng))
-  else rows.push({ name: 'nginx proxy_pass (1 worker)', rps: null, p99: null, non2xx: 0, note: ng })
-  row('airlock proxy, no gate', await load((await tsx('./proxy/server.ts', { TARGET: target, MODE: 'plain' }))!))
-  const session = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'session' }))!
-  const pass = (await fetch(`http://127.0.0.1:${session}/`)).headers.getSetCookie()[0]!.split(';')[0]!
-  await fetch(`http://127.0.0.1:${session}/`, { headers: { cookie: pass } }) // confirmed: a full pass
-  row('airlock proxy, pass holders', await load(session, '/', { cookie: pass }))
-  const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }))!
-  row('airlock proxy, request mode, redis', await load(request))
+  else missing('nginx proxy_pass (1 worker)', ng)
+  const plain = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'plain' }, 'no-gate'))!
+  const plainRun = await load(plain)
+  row('airlock proxy, no gate', plainRun, await stopLast())
+  const session = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'session' }, 'pass-holders'))!
+  const sessionRun = await load(session, '/', { cookie: await passOf(session) })
+  row('airlock proxy, pass holders', sessionRun, await stopLast())
+  const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }, 'request-redis'))!
+  const requestRun = await load(request)
+  row('airlock proxy, request mode, redis', requestRun, await stopLast())
   // The hug through the proxy: request mode at the fragile route's capacity.
   const hug = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '50' }))!
   const before = (await (await fetch(`${target}/stats`)).json()) as { failures: number; served: number }
   const hugRun = await load(hug, '/fragile', {}, HUG_CONNECTIONS)
   const after = (await (await fetch(`${target}/stats`)).json()) as { failures: number; served: number }
+  await stopLast()
   const hugFailures = after.failures - before.failures
-  const nginxRps = rows.find((r) => r.name.startsWith('nginx'))?.rps ?? null
+  // Every core each: nginx's worker per core against --workers auto.
+  const cores = availableParallelism()
+  const ngAll = process.env.WORKERS === '0' ? 'skipped (WORKERS=0)' : await nginxWith(origin, 'auto')
+  if (typeof ngAll === 'number') row(`nginx proxy_pass (auto: ${cores} workers)`, await load(ngAll))
+  else missing(`nginx proxy_pass (auto: ${cores} workers)`, ngAll)
+  if (process.env.WORKERS !== '0') {
+    const wSession = await workersProxy(target, redis.url, 'session', 'proxy-bench-w1')
+    row(`airlock proxy --workers auto (${cores}), pass holders, redis`, await load(wSession, '/', { cookie: await passOf(wSession) }))
+    await stopLast()
+    const wRequest = await workersProxy(target, redis.url, 'request', 'proxy-bench-w2')
+    row(`airlock proxy --workers auto (${cores}), request mode, redis`, await load(wRequest))
+    await stopLast()
+  }
+  const nginxRps = rows.find((r) => r.name.startsWith('nginx proxy_pass (1'))?.rps ?? null
+  const nginxAllRps = rows.find((r) => r.name.startsWith('nginx proxy_pass (auto'))?.rps ?? null
+  const ratio = (r: (typeof rows)[number]): string => {
+    const base = r.name.includes('auto') ? nginxAllRps : nginxRps
+    return r.rps !== null && base ? fixed(r.rps / base, 2) : '-'
+  }
   console.log(`# airlock proxy against nginx\n\n${describeMachine(machine())}`)
-  console.log(`one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback\n`)
-  console.log(
-    markdownTable(
-      ['', 'req/s', 'p99 ms', 'x nginx', 'non-2xx'],
-      rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), r.rps !== null && nginxRps ? fixed(r.rps / nginxRps, 2) : '-', r.non2xx]),
-    ),
-  )
+  console.log(`one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback; "x nginx": against nginx with as many workers\n`)
+  console.log(markdownTable(['', 'req/s', 'p99 ms', 'x nginx', 'non-2xx'], rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), ratio(r), r.non2xx])))
   console.log(
     `\nhug through the proxy: ${HUG_CONNECTIONS} connections on a route that fails past 50 in flight, request mode at limit 50: ` +
       `${after.served - before.served} requests reached the origin, ${hugFailures} origin failures (500), ${hugRun.non2xx} busy answers.`,
   )
-  writeResults('proxy', { seconds: SECONDS, connections: CONNECTIONS, rows, hug: { connections: HUG_CONNECTIONS, reachedOrigin: after.served - before.served, originFailures: hugFailures, busy: hugRun.non2xx } })
+  for (const r of rows.filter((x) => x.profile)) console.log(`\n### profile: ${r.name} (self time, top entries)\n\n${r.profile!.map((l) => `    ${l}`).join('\n')}`)
+  writeResults('proxy', { seconds: SECONDS, connections: CONNECTIONS, cores, rows, hug: { connections: HUG_CONNECTIONS, reachedOrigin: after.served - before.served, originFailures: hugFailures, busy: hugRun.non2xx } })
 } finally {
   await Promise.all(children.map((c) => new Promise<void>((done) => (c.exitCode !== null ? done() : (c.once('exit', () => done()), c.kill('SIGTERM'))))))
   await redis.stop()

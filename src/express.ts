@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createGate, type Gate } from './gate/gate.js'
-import { controlFor, cookieList } from './gate/control.js'
+import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
 import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
 import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
@@ -67,7 +67,9 @@ function appendHeader(res: ServerResponse, name: string, value: string): void {
  * even if the client left before; `finish` as a second signal. Never on the client's `close`: the
  * backend may still be busy with the request. The slot's `ttl` is the last resort.
  */
-function releaseWhenDone(res: ServerResponse, slot: RequestSlot): void {
+function releaseWhenDone(req: IncomingMessage, res: ServerResponse, slot: RequestSlot): void {
+  // An upgrade (express-ws) is a request that lasts: its slot is held until the socket closes.
+  if (req.headers.upgrade !== undefined) req.socket.once('close', () => void slot.release())
   const end = res.end
   res.end = function (this: ServerResponse, ...args: unknown[]) {
     res.end = end
@@ -75,6 +77,33 @@ function releaseWhenDone(res: ServerResponse, slot: RequestSlot): void {
     return (end as (...a: unknown[]) => ServerResponse).apply(this, args)
   } as ServerResponse['end']
   res.once('finish', () => void slot.release())
+}
+
+/**
+ * `Airlock-Command: release` set by a route: acted on (`run`) and removed just before the headers
+ * are written (an explicit `writeHead` or the implicit one of the first write), never sent.
+ */
+function watchCommand(res: ServerResponse, run: (value: string | number | string[]) => void): void {
+  const writeHead = res.writeHead
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    res.writeHead = writeHead
+    // Headers given to writeHead itself: an object, or a flat [name, value, ...] list.
+    const given = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null) as Record<string, string> | string[] | undefined
+    let value = res.getHeader(COMMAND_HEADER)
+    if (value !== undefined) res.removeHeader(COMMAND_HEADER)
+    if (Array.isArray(given)) {
+      const at = given.findIndex((v, i) => i % 2 === 0 && String(v).toLowerCase() === COMMAND_HEADER)
+      if (at >= 0) value = given.splice(at, 2)[1]
+    } else if (given !== undefined) {
+      for (const k of Object.keys(given)) {
+        if (k.toLowerCase() !== COMMAND_HEADER) continue
+        value = given[k]
+        delete given[k]
+      }
+    }
+    if (value !== undefined) run(value)
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args)
+  } as ServerResponse['writeHead']
 }
 
 /**
@@ -87,7 +116,9 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
   const apply = (req: Req, res: ExpressLikeResponse, next: (err?: unknown) => void, d: GateDecision): void => {
     if (d.kind !== 'bypass') {
       if (res.locals === undefined) res.locals = {}
-      res.locals.airlock = control(gate, d, req, res)
+      const airlock = control(gate, d, req, res)
+      res.locals.airlock = airlock
+      if (d.response === undefined) watchCommand(res, (value) => runCommand(gate, airlock, value))
     }
     if (d.setCookie !== undefined) appendCookie(res, d.setCookie)
     if (d.kind === 'admit' && d.headers !== undefined) {
@@ -99,7 +130,7 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       res.end(d.response.body)
       return
     }
-    if (d.kind === 'admit' && d.slot !== undefined) releaseWhenDone(res, d.slot)
+    if (d.kind === 'admit' && d.slot !== undefined) releaseWhenDone(req, res, d.slot)
     else if (gate.measures(d)) {
       // The adaptive limit learns from the response time of admitted requests.
       const t0 = performance.now()

@@ -3,4 +3,4 @@
  * not only Node apps. See src/proxy/proxy.ts and docs/proxy.md.
  * @packageDocumentation
  */
-export { badGatewayPage, createProxy, type ProxyOptions } from './proxy/proxy.js'
+export { badGatewayPage, createProxy, COMMAND_HEADER, type AirlockProxy, type ProxyLogOptions, type ProxyOptions } from './proxy/proxy.js'

@@ -85,6 +85,12 @@ export interface LimitEvent {
  * server, now serving a new replication history; `another server`: a new `run_id`, as after a
  * Sentinel failover, an endpoint switch or a restart). Writes made just before may be lost.
  */
+/** A visitor's slot or pass given back early by the origin or the app (`Airlock-Command: release`). */
+export interface ReleaseEvent {
+  gate: string
+  by: 'command'
+}
+
 export interface FailoverEvent {
   store: string
   /** The store's key prefix. */
@@ -102,9 +108,10 @@ export const queueChannel = diagnostics.channel('airlock:queue')
 export const controlChannel = diagnostics.channel('airlock:control')
 export const limitChannel = diagnostics.channel('airlock:limit')
 export const failoverChannel = diagnostics.channel('airlock:failover')
+export const releaseChannel = diagnostics.channel('airlock:release')
 
 /** Every channel airlock publishes on, by name. */
-export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover'] as const
+export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover', 'airlock:release'] as const
 
 /** Times `op` and publishes a store event, only while `airlock:store` has a subscriber. */
 export function timedStoreCall<T>(store: string, name: string, operation: string, op: () => Promise<T>): Promise<T> {

@@ -1,13 +1,18 @@
 /**
- * `airlock proxy`: the shield in front of any website, in one command (src/proxy.ts).
+ * `airlock proxy`: the shield in front of any website, in one command (src/proxy.ts); with
+ * `--workers`, one per core (src/cli/workers.ts).
  */
+import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { isAirlockError } from '../base/errors.js'
+import { randomSecret } from '../base/signing.js'
+import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
 import { durationFlag, flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
+import { runPrimary, workersFlag, type WorkerReady } from './workers.js'
 
 const FLAGS: FlagSpec[] = [
   { name: 'target', value: 'URL', help: 'the origin to shield: http://127.0.0.1:8080 (required, here or in --config)' },
@@ -26,6 +31,11 @@ const FLAGS: FlagSpec[] = [
   { name: 'trust-proxy', help: 'trust X-Forwarded-* from the client (only behind a proxy you run)' },
   { name: 'metrics', value: 'PATH', help: 'serve Prometheus metrics at PATH (needs prom-client)' },
   { name: 'dashboard', value: 'PATH', help: 'serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)' },
+  { name: 'upstream-timeout', value: 'DURATION', help: 'how long the origin may take to connect, answer, or between body chunks; then 504 (default 60s)' },
+  { name: 'keep-pass-cookie', help: "forward the gate's pass cookie to the origin too (default: removed)" },
+  { name: 'log-level', value: 'LEVEL', help: 'debug, info (default: a line per request), warn, error or silent' },
+  { name: 'log-format', value: 'FORMAT', help: 'json (default: a JSON object per line, as pino) or pretty' },
+  { name: 'workers', value: 'N|auto', help: 'processes sharing the port (auto: one per core; more than 1 needs --redis)' },
   { name: 'no-gate', help: 'forward without the gate (to compare)' },
   HELP_FLAG,
 ]
@@ -33,9 +43,11 @@ const FLAGS: FlagSpec[] = [
 export const PROXY_HELP = `Usage: airlock proxy --target URL [--port 3000] [--limit N] [--redis URL] [options]
 
 Shields any website (PHP, Rails, Django, static): visitors go through the gate, then to the origin.
-Methods, paths, queries, headers, bodies (streamed) and WebSocket upgrades are forwarded; the origin
-gets X-Forwarded-For/-Proto/-Host. The pass secret comes from $AIRLOCK_SECRET (32+ bytes; needed to
-share passes between several proxies or across restarts).
+Methods, paths, queries, headers, bodies (streamed; Expect: 100-continue answered once admitted) and
+WebSocket upgrades are forwarded; the origin gets X-Forwarded-For/-Proto/-Host, X-Real-IP and
+Forwarded, never the pass cookie. An origin answer with \`Airlock-Command: release\` frees the
+visitor's place. The pass secret comes from $AIRLOCK_SECRET (32+ bytes; needed to share passes
+between several proxies or across restarts). A line per request is logged on stdout.
 
 Options:
 ${flagHelp(FLAGS)}
@@ -75,6 +87,13 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   set('trustProxy', flags.has('trust-proxy') ? true : undefined)
   set('metricsPath', flags.get('metrics'))
   set('gated', flags.has('no-gate') ? false : undefined)
+  set('upstreamTimeout', flags.has('upstream-timeout') ? durationFlag('upstream-timeout', flags.get('upstream-timeout')!, { min: 1 }) : undefined)
+  set('keepPassCookie', flags.has('keep-pass-cookie') ? true : undefined)
+  const level = flags.get('log-level')
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
+  const format = flags.get('log-format')
+  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat)) throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
+  const workers = flags.has('workers') ? workersFlag(flags.get('workers')!) : 1
   if (flags.has('dashboard')) {
     const token = io.env.AIRLOCK_DASHBOARD_TOKEN
     if (!token || token.length < 16) throw new CliError(EXIT.CONFIG, '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)')
@@ -86,12 +105,21 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   const host = flags.get('host') ?? '127.0.0.1'
   const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
   if (url !== undefined) redisUrlFlag('redis', url)
+  const describe = (listening: string): string => `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
+  if (workers > 1 && cluster.isPrimary) {
+    if (url === undefined) {
+      throw new UsageError(`--workers ${workers} needs --redis (or AIRLOCK_REDIS_URL): the in-memory store is one process's, so each worker would let in up to the limit`)
+    }
+    // One secret for every worker, so a pass one gives is good at the others.
+    return runPrimary(workers, { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() }, (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`), io)
+  }
   const redis = url === undefined ? undefined : await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
   try {
     const { createProxy } = await import('../proxy/proxy.js')
+    const log = { level: (level ?? 'info') as LogLevel, format: (format ?? 'json') as LogFormat, destination: { write: (text: string) => io.out(text) } }
     let app
     try {
-      app = await createProxy({ ...(options as ProxyOptions), store: redis?.store, logger: { warn: (_o: object, m?: string) => m && io.err(`${m}\n`) } })
+      app = await createProxy({ ...(options as ProxyOptions), store: redis?.store, log })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
       if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
@@ -101,14 +129,15 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
       process.once('SIGINT', () => resolve())
       process.once('SIGTERM', () => resolve())
     })
+    let listening: string
     try {
-      await app.listen({ port, host })
+      listening = await app.listen({ port, host })
     } catch (err) {
       await app.close()
       throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
     }
-    const address = app.server.address() as { port: number }
-    io.out(`airlock proxy on http://${host}:${address.port}/ -> ${options.target} (${redis ? `redis ${redactUrl(url!)}` : 'memory'})\n`)
+    if (cluster.isWorker) process.send?.({ airlockProxy: 'listening', url: listening } satisfies WorkerReady)
+    else io.out(noticeLine(log.format, describe(listening)))
     await stopped
     await app.close() // stops accepting, lets open requests finish
     return EXIT.OK

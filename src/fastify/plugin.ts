@@ -14,7 +14,7 @@ import type {
 import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, type DashboardOptions } from '../dashboard/server.js'
-import { controlFor, cookieList, NO_CONTROL } from '../gate/control.js'
+import { COMMAND_HEADER, controlFor, cookieList, NO_CONTROL, runCommand } from '../gate/control.js'
 import { GATE_OPTION_KEYS, type AirlockControl, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { optionError } from '../base/errors.js'
 import { describe } from '../base/validate.js'
@@ -131,6 +131,8 @@ function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
       // Session mode's hooks release no slot: a request let in on the local share (store down) frees its place when it closes.
       if (gate.mode === 'session') reply.raw.once('close', () => void d.slot!.release(reply.raw.statusCode >= 500))
       else watchAbort(request, reply, d.slot)
+      // An upgrade (@fastify/websocket) is a request that lasts: its slot is held until the socket closes.
+      if (request.raw.headers.upgrade !== undefined) request.raw.socket.once('close', () => void d.slot!.release())
     }
     else if (gate.measures(d)) reply[s.since] = performance.now()
     done()
@@ -219,6 +221,17 @@ function registryOf(fastify: FastifyInstance): Registry {
     getter(this: FastifyReply) {
       return controlOf(this as Hooked, registry)
     },
+  })
+  // `Airlock-Command: release` set by a route: the visitor's place is given back, the header never sent.
+  fastify.addHook('onSend', function airlockCommand(_request, reply, payload, done) {
+    const value = reply.getHeader(COMMAND_HEADER)
+    if (value !== undefined) {
+      reply.removeHeader(COMMAND_HEADER)
+      const r = reply as Hooked
+      const s = [...registry.slots].reverse().find((x) => r[x.gate] !== null)
+      if (s !== undefined) runCommand(r[s.gate] as Gate<FastifyRequest>, controlOf(r, registry), value)
+    }
+    done(null, payload)
   })
   return registry
 }

@@ -2,6 +2,7 @@
  * What a decision holds and how it is released, for the adapters: both build `reply.airlock`
  * (Fastify) and `res.locals.airlock` (Express) here, so the branching lives in one place.
  */
+import { releaseChannel, type ReleaseEvent } from '../base/events.js'
 import { holdsPass, type Gate } from './gate.js'
 import type { AirlockControl, GateDecision } from './types.js'
 
@@ -39,4 +40,25 @@ export function controlFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: Co
 /** A `Set-Cookie` header value as a list. */
 export function cookieList(header: string | number | string[] | undefined): string[] {
   return Array.isArray(header) ? header : header === undefined ? [] : [String(header)]
+}
+
+/**
+ * The response header by which an origin (behind `airlock proxy`) or an app (behind the Fastify or
+ * Express gate) releases the visitor it answers: `Airlock-Command: release`, as Cloudflare Waiting
+ * Room's `Cf-Waiting-Room-Command: revoke`. The adapters act on it and never send it to the client.
+ */
+export const COMMAND_HEADER = 'airlock-command'
+
+/**
+ * Acts on an `Airlock-Command` value: `release` ends what the decision holds, as
+ * `control.release()` (the slot or pass freed, the cookie cleared), and is published on
+ * `airlock:release`. `false` for a value it does not know (nothing done).
+ */
+export function runCommand<Req>(gate: Gate<Req>, control: AirlockControl, value: string | number | string[] | undefined): boolean {
+  const command = String(value ?? '').trim().toLowerCase()
+  if (command !== 'release') return false
+  if (control.decision === undefined || control.decision.kind === 'bypass') return true
+  void control.release()
+  if (releaseChannel.hasSubscribers) releaseChannel.publish({ gate: gate.name, by: 'command' } satisfies ReleaseEvent)
+  return true
 }

@@ -18,7 +18,7 @@ import diagnostics from 'node:diagnostics_channel'
 import type { Registry } from 'prom-client'
 import { loadPeer } from '../base/peer.js'
 import { optionError } from '../base/errors.js'
-import type { BreakerEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, StoreEvent } from '../base/events.js'
+import type { BreakerEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
 import { describe, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/gate.js'
@@ -32,6 +32,7 @@ const METRIC_NAMES = [
   'control_changes_total',
   'breaker_transitions_total',
   'store_failovers_total',
+  'command_releases_total',
   'slots_held',
   'limit',
   'queue_length',
@@ -131,6 +132,13 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     registers,
   })
 
+  const commandReleases = new client.Counter({
+    name: `${prefix}command_releases_total`,
+    help: "Visitors whose slot or pass the origin or the app gave back with the response header Airlock-Command: release.",
+    labelNames: ['gate'] as const,
+    registers,
+  })
+
   // Gauges, read at scrape time from the open gates of this process (one store call per gate, cached).
   const cache = new Map<string, { at: number; status: Promise<GateStatus | null> }>()
   const statusOf = (gate: ReturnType<typeof openGates>[number]): Promise<GateStatus | null> => {
@@ -222,7 +230,11 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     const e = m as FailoverEvent
     failovers.labels(e.store, e.reason).inc()
   }
+  const onRelease = (m: unknown): void => {
+    commandReleases.labels((m as ReleaseEvent).gate).inc()
+  }
   const subscriptions: [string, (m: unknown) => void][] = [
+    ['airlock:release', onRelease],
     ['airlock:failover', onFailover],
     ['airlock:control', onControl],
     ['airlock:decision', onDecision],

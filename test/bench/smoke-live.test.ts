@@ -45,12 +45,14 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
     for (const x of r.rows) expect(x.runs, `${x.mode} ${x.policy}`).toBeGreaterThan(0)
   })
 
-  it('proxy: origin, nginx, our proxy three ways, and the hug through it with no origin failure', { timeout: 90_000 }, async () => {
+  it('proxy: origin, nginx, our proxy three ways, every core each, and the hug through it with no origin failure', { timeout: 120_000 }, async () => {
     const { code, out } = await runBench('proxy.ts', { SECONDS: '1', CONNECTIONS: '10', HUG_CONNECTIONS: '100' })
     expect(code, out).toBe(0)
     for (const name of ['origin direct', 'nginx proxy_pass (1 worker)', 'airlock proxy, no gate', 'airlock proxy, pass holders', 'airlock proxy, request mode, redis']) {
       expect(row(out, name), name).toBeDefined()
     }
+    // Every core each (the count is the machine's).
+    for (const start of ['| nginx proxy_pass (auto: ', '| airlock proxy --workers auto (']) expect(out.split('\n').filter((l) => l.startsWith(start)).length, start).toBeGreaterThan(0)
     const r = json('proxy')
     for (const x of r.rows.filter((y: { rps: number | null }) => y.rps !== null)) expect(x.rps, x.name).toBeGreaterThan(0)
     expect(r.hug.reachedOrigin).toBeGreaterThan(0)

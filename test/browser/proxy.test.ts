@@ -1,6 +1,6 @@
 /** A real Chromium visitor in front of PHP through `createProxy`: busy page, then admitted, then the origin's page. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { FastifyInstance } from 'fastify'
+import type { AirlockProxy } from '../../src/proxy.js'
 import type { Browser as Chromium } from 'playwright-core'
 import { createProxy } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
@@ -10,7 +10,7 @@ import { phpOrigin, type Origin } from '../proxy/origins.js'
 
 describe.runIf(chromiumAvailable)('a visitor in Chromium through airlock proxy', () => {
   let php: Origin
-  let app: FastifyInstance
+  let app: AirlockProxy
   let chromium: Chromium
   beforeAll(async () => {
     php = await phpOrigin()

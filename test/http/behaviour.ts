@@ -241,6 +241,20 @@ export function behaviour(adapter: AdapterName): void {
       expect(replay.status).toBe(503)
     })
 
+    it("a route's Airlock-Command: release frees the slot and clears the cookie as release() does; the header is never sent", async () => {
+      const store = memoryStore()
+      const app = await start({ gate: { limit: 1, store, secret: SECRET, logger: quiet() } })
+      const browser = new Browser(app.url)
+      await fullPass(browser)
+      const done = await browser.get('/done', { method: 'POST' })
+      expect(done.status).toBe(200)
+      expect(done.body).toBe('thanks')
+      expect(done.headers.get('airlock-command')).toBeNull()
+      expect(done.cookies.some((c) => /^airlock_pass=;.*Max-Age=0/.test(c))).toBe(true)
+      expect(await held(store)).toBe(0)
+      expect((await hit(`${app.url}/kind`)).body).toBe('admit')
+    })
+
     it('cookie-less clients cannot exhaust the slots: after 1,000 of them a browser gets in within the provisional window', async () => {
       const store = memoryStore()
       const provisionalTtl = 1000

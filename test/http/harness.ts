@@ -74,6 +74,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * Routes:
  * - `GET /` "home"; `GET /work?ms=N` sleeps N ms; `GET /throw?ms=N` sleeps then fails (500);
  * - `GET /hang` never answers until `unhang()`; `POST /logout` calls `airlock.release()`;
+ * - `POST /done` answers with the header `Airlock-Command: release` (set before the body);
  * - `GET /health` (for the `bypass` option); `GET /open` opted out of the gate;
  * - `GET /checkout` behind its own gate (`setup.checkout`);
  * - `GET /kind` answers the decision kind.
@@ -114,6 +115,7 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
       return 'late'
     })
     app.post('/logout', async (_req, reply) => `released=${await reply.airlock.release()}`)
+    app.post('/done', async (_req, reply) => reply.header('Airlock-Command', 'release').send('thanks'))
     app.get('/health', async () => 'ok')
     app.get('/kind', async (_req, reply) => reply.airlock.decision?.kind ?? 'none')
     app.get('/open', { config: { airlock: false } }, async () => {
@@ -188,6 +190,9 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
   })
   app.post('/logout', (_req, res, next) => {
     res.locals.airlock!.release().then((r) => res.send(`released=${r}`), next)
+  })
+  app.post('/done', (_req, res) => {
+    res.set('Airlock-Command', 'release').send('thanks')
   })
   app.get('/health', (_req, res) => {
     res.send('ok')

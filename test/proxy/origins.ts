@@ -37,13 +37,21 @@ export async function pythonOrigin(): Promise<Origin> {
   return spawned('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1'], dir, port)
 }
 
-/** `php -S` with a page that sets a cookie and echoes the method, URI, body and X-Forwarded-*. */
+/**
+ * `php -S` with a page that sets a cookie and echoes the method, URI, body and X-Forwarded-*;
+ * `/upload` answers the body's length and MD5, `/headers` the headers it got (and sends
+ * `Connection: close`), `/release` sends `Airlock-Command: release`.
+ */
 export async function phpOrigin(): Promise<Origin> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-php-'))
   writeFileSync(
     join(dir, 'index.php'),
     `<?php
-if (($_SERVER['REQUEST_URI'] ?? '') === '/teapot') { http_response_code(418); echo 'teapot'; return; }
+$uri = $_SERVER['REQUEST_URI'] ?? '';
+if ($uri === '/teapot') { http_response_code(418); echo 'teapot'; return; }
+if ($uri === '/upload') { $b = file_get_contents('php://input'); echo json_encode(['length' => strlen($b), 'md5' => md5($b)]); return; }
+if ($uri === '/headers') { header('Connection: close'); echo json_encode(array_change_key_case(getallheaders(), CASE_LOWER)); return; }
+if ($uri === '/release') { header('Airlock-Command: release'); echo 'released'; return; }
 setcookie('origin_session', 'abc123');
 header('X-Origin: php');
 echo "<h1>Hello from PHP</h1>";
@@ -52,7 +60,7 @@ echo json_encode(['method' => $_SERVER['REQUEST_METHOD'], 'uri' => $_SERVER['REQ
 `,
   )
   const port = await freePort()
-  return spawned('php', ['-S', `127.0.0.1:${port}`, join(dir, 'index.php')], dir, port)
+  return spawned('php', ['-d', 'post_max_size=0', '-d', 'memory_limit=512M', '-S', `127.0.0.1:${port}`, join(dir, 'index.php')], dir, port)
 }
 
 /** A Node origin: `PUT /upload` counts the bytes it reads; `GET /download?mb=N` streams N MB; `/ws` echoes. */

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { FastifyInstance } from 'fastify'
+import type { AirlockProxy } from '../../src/proxy.js'
 import WebSocket from 'ws'
 import { createProxy, type ProxyOptions } from '../../src/proxy.js'
 import { isAirlockError } from '../../src/base/errors.js'
@@ -15,7 +15,7 @@ import { sleep } from '../helpers/wait.js'
 import { nodeOrigin, phpOrigin, pythonOrigin, type Origin } from './origins.js'
 
 const SECRET = 'a-proxy-test-secret-at-least-32-bytes'
-const apps: FastifyInstance[] = []
+const apps: AirlockProxy[] = []
 afterEach(async () => {
   for (const a of apps.splice(0)) await a.close()
 })
