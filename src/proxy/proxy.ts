@@ -129,13 +129,18 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'] }) }
   const metrics = metricsPath === undefined ? undefined : await mountMetrics()
 
+  /** `https` or `http`, as the client used: through a trusted proxy, as its `X-Forwarded-Proto` says. */
+  const protoOf = (req: IncomingMessage, trusted: boolean): string => {
+    const claimed = trusted ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]!.trim() : ''
+    return claimed === 'https' || claimed === 'http' ? claimed : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http'
+  }
   const hopOf = (req: IncomingMessage): { hop: Hop; rules: ForwardRules } => {
     const remote = req.socket.remoteAddress ?? ''
     const trusted = trusts(remote)
-    const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true
-    const claimed = trusted ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() : ''
-    return { hop: { remote, proto: claimed === 'https' || claimed === 'http' ? claimed : encrypted ? 'https' : 'http', host: req.headers.host ?? '' }, rules: trusted ? trustedRules : rules }
+    return { hop: { remote, proto: protoOf(req, trusted), host: req.headers.host ?? '' }, rules: trusted ? trustedRules : rules }
   }
+  /** What the gate is told of a request (HTTPS as the client used it, so the pass cookie is `Secure` behind a TLS proxy). */
+  const viewOf = (req: IncomingMessage) => ({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: protoOf(req, trusts(req.socket.remoteAddress ?? '')) === 'https', request: req })
 
   /** The access line, once the response is over. */
   const accessLog = (req: IncomingMessage, res: ServerResponse, t0: number, remote: string | undefined, decision: string, outcome: Outcome | UpgradeOutcome | undefined): void => {
@@ -177,10 +182,10 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     }
     const slot = d.kind === 'admit' ? d.slot : undefined
     const measures = gate!.mode === 'session' && gate!.measures(d)
-    const secure = (req.socket as { encrypted?: boolean }).encrypted === true
     const extra = d.kind === 'admit' ? d.headers : undefined
     if (expectsContinue) res.writeContinue()
     const { hop, rules: r } = hopOf(req)
+    const secure = hop.proto === 'https'
     const t1 = measures ? performance.now() : 0
     forwarder.forward(
       req,
@@ -208,7 +213,10 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       req.url = url.slice(board.path.length) || '/'
       return board.handler.handle(req, res)
     }
-    if (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`))) return void metrics.serve(res)
+    if (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`))) {
+      metrics.serve(res).catch((err: unknown) => fail(req, res, err))
+      return
+    }
     const length = req.headers['content-length']
     if (length !== undefined && Number(length) > bodyLimit) {
       res.writeHead(413, { connection: 'close', 'content-type': 'text/plain; charset=utf-8' })
@@ -222,7 +230,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       forwarder.forward(req, res, requestHeaders(req.rawHeaders, hop, r), () => {}, (outcome) => accessLog(req, res, t0, remote, 'ungated', outcome))
       return
     }
-    const d = gate.decide({ method: req.method ?? 'GET', url, headers: req.headers, secure: (req.socket as { encrypted?: boolean }).encrypted === true, request: req })
+    const d = gate.decide(viewOf(req))
     if (d instanceof Promise) d.then((x) => admitted(req, res, x, t0, expectsContinue), (err) => fail(req, res, err))
     else admitted(req, res, d, t0, expectsContinue)
   }
@@ -259,7 +267,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       })
     }
     if (gate === undefined) return open(undefined)
-    const d = gate.decide({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: (req.socket as { encrypted?: boolean }).encrypted === true, request: req })
+    const d = gate.decide(viewOf(req))
     if (d instanceof Promise) d.then(open, () => socket.destroy())
     else open(d)
   }

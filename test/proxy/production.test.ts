@@ -164,10 +164,17 @@ describe('headers, both ways', () => {
   })
 })
 
-/** A Node origin: `/hang` never answers, `/ws` echoes WebSockets, anything else answers `ok`. */
+/** A Node origin: `/hang` never answers, `/break` drops the connection midway through its body, `/ws` echoes WebSockets, anything else answers `ok`. */
 async function nodeOrigin(): Promise<{ url: string; server: Server; stop(): Promise<void> }> {
   const server = createServer((req, res) => {
     if (req.url === '/hang') return
+    if (req.url === '/break') {
+      // Promises 1,000 bytes, sends 10, then drops the connection.
+      res.writeHead(200, { 'content-length': '1000' })
+      res.write('x'.repeat(10))
+      setTimeout(() => req.socket.destroy(), 50)
+      return
+    }
     res.end('ok')
   })
   const wss = new WebSocketServer({ server, path: '/ws' })
@@ -231,6 +238,44 @@ describe('WebSockets and a hanging origin', () => {
     // (A freed request slot may stay pooled for this instance for reuseWindow, 10 ms, before the store sees it.)
     await sleep(50)
     expect((await p.gate!.state()).held).toBe(0)
+  })
+})
+
+describe('clients and origins that leave midway', () => {
+  let origin: Awaited<ReturnType<typeof nodeOrigin>>
+  beforeAll(async () => {
+    origin = await nodeOrigin()
+  })
+  afterAll(async () => origin?.stop())
+
+  it('request mode: a client that leaves while the origin is still working frees its slot at once', async () => {
+    const { base, proxy: p } = await proxy({ target: origin.url, limit: 1, mode: 'request' })
+    const leave = new AbortController()
+    const pending = fetch(`${base}/hang`, { signal: leave.signal }).catch(() => 'left')
+    await until(async () => (await p.gate!.state()).held === 1, 2_000, 10)
+    leave.abort()
+    expect(await pending).toBe('left')
+    await sleep(100)
+    expect((await p.gate!.state()).held).toBe(0)
+    expect((await fetch(`${base}/`)).status).toBe(200)
+  })
+
+  it('an origin that drops the connection midway: the client sees the answer cut short, the log says broken', async () => {
+    let text = ''
+    const { base } = await proxy({ target: origin.url, limit: 2, mode: 'request', log: { destination: { write: (t: string) => (text += t) } } })
+    const res = await fetch(`${base}/break`)
+    expect(res.status).toBe(200)
+    await expect(res.text()).rejects.toThrow()
+    await until(() => text.includes('broke off'), 2_000, 10)
+    expect(JSON.parse(text.trim().split('\n').at(-1)!)).toMatchObject({ level: 50, msg: 'the origin broke off its answer', error: 'broken', upstream: 200 })
+  })
+
+  it('behind a trusted TLS proxy (X-Forwarded-Proto: https) the pass cookie is Secure', async () => {
+    const { base } = await proxy({ target: origin.url, trustProxy: ['127.0.0.1'] })
+    const res = await fetch(`${base}/`, { headers: { 'x-forwarded-proto': 'https' } })
+    expect(res.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).toMatch(/; Secure/)
+    const plain = await fetch(`${base}/`)
+    expect(plain.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).not.toMatch(/; Secure/)
   })
 })
 
