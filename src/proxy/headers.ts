@@ -36,6 +36,8 @@ export interface Hop {
 /** Names a `Connection` header lists (lowercase): hop-by-hop too. */
 function listedInConnection(value: string | string[] | undefined): Set<string> | undefined {
   if (value === undefined) return undefined
+  // The usual values list nothing: no split, no set.
+  if (typeof value === 'string' && (value.length === 10 || value.length === 5) && /^(keep-alive|close)$/i.test(value)) return undefined
   const text = Array.isArray(value) ? value.join(',') : value
   let names: Set<string> | undefined
   for (const part of text.split(',')) {

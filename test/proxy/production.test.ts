@@ -224,6 +224,18 @@ describe('WebSockets and a hanging origin', () => {
     expect((await wide.proxy.gate!.state()).held).toBe(0)
   })
 
+  it('request mode: an upgrade the origin refuses (400 for an unknown path) gives its slot back at once', async () => {
+    const { base, proxy: p } = await proxy({ target: origin.url, limit: 1, mode: 'request', ttl: 30_000 })
+    const status = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${base.replace('http', 'ws')}/no-such-socket`)
+      ws.on('unexpected-response', (_q, r) => resolve(r.statusCode ?? 0))
+      ws.on('error', () => resolve(-1))
+    })
+    expect(status).toBe(400)
+    await sleep(100)
+    expect((await p.gate!.state()).held).toBe(0)
+  })
+
   it('a hanging origin: every request answered 504 within upstreamTimeout + 0.5 s, the slot freed; the 504 page retries by itself', { timeout: 20_000 }, async () => {
     const { base, proxy: p } = await proxy({ target: origin.url, limit: 5, mode: 'request', upstreamTimeout: 1_000 })
     const t0 = performance.now()
