@@ -74,6 +74,13 @@ const DRAIN = 3
 const MIN_SAMPLES = 5
 /** A window of this many samples is sure enough of a sharp rise to end the slow start alone. */
 const SURE_SAMPLES = 20
+/**
+ * Below this many inside, a gentle rise does not end the slow start (as HyStart's low window): with
+ * a few requests in flight, a 1.2x slower window is the host's noise (a busy core, a cold process),
+ * not the backend; ended there, the climb to a capacity of 30 took seconds more. A sharp rise or a
+ * failure still ends it at any size.
+ */
+const LOW_WINDOW = 16
 /** In request mode a probe is charged at most twice the slots it added (one failure each, on two instances): the rest of a storm is not its doing. */
 const PROBE_CHARGE = 2
 /** The debt never exceeds this many failures... */
@@ -253,7 +260,7 @@ export class AdaptiveEstimator {
     // The gentle rise counts only soon after a growth: it is how a limit a slot or two past the
     // capacity shows. Without one it is the host's own load (more requests, more CPU): hold.
     const gentle = this.#hurt && slowNow && slowBefore && this.#sinceGrowth <= recentGrowth
-    if (!this.#hurt && slowNow && (slowBefore || w.samples >= SURE_SAMPLES)) {
+    if (!this.#hurt && slowNow && (slowBefore || w.samples >= SURE_SAMPLES) && Math.min(limit, inside) >= LOW_WINDOW) {
       // A gentle rise that lasts (or that a window of 20 samples is sure of) ends the slow start
       // without a cut (as TCP's ssthresh): from here the probe goes one slot at a time, never again
       // x1.5 past where the backend began to slow.

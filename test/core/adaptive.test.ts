@@ -142,6 +142,19 @@ describe('the adaptive estimator', () => {
     expect(sure.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 30 }, 30).limit).toBe(31)
   })
 
+  it('below 16 inside a gentle rise is noise: it pauses the slow start, it does not end it (as HyStart\'s low window)', () => {
+    // Before: 1.2x for two windows at 3 inside (a busy core) ended the slow start; the cut that
+    // followed and the probe a slot at a time took seconds more to reach a capacity of 30.
+    const e = new AdaptiveEstimator()
+    e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 3 }, 3)
+    for (let i = 0; i < 3; i++) expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({ reason: 'steady', limit: 5 })
+    // Latency back: the slow start goes on at x1.5.
+    expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({ reason: 'growth', limit: 8 })
+    // A sharp rise still ends it at any size.
+    e.step({ samples: 10, p95: 100, failures: 0, refused: 5, inside: 8 }, 8)
+    expect(e.step({ samples: 10, p95: 100, failures: 0, refused: 5, inside: 8 }, 8).reason).toBe('latency')
+  })
+
   it('in the slow start, one sharp window of few samples is noise (a new connection); a sure one or a second one cuts', () => {
     const e = new AdaptiveEstimator()
     e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 2 }, 2)
