@@ -26,17 +26,18 @@ describe('Redis Cluster: a replica takes over a shard that lacks the last writes
     const client = cluster.client()
     const store = redisStore({ client, prefix: 'takeover' })
     const sem = createSemaphore({ name: 'shard', limit: 20, ttl: 1500, store })
-    // The shard of the semaphore's keys: its master and that master's replica.
     const admins = cluster.nodes.map((n) => n.client())
-    const slot = Number(await admins[0]!.cluster('KEYSLOT', '{takeover:shard}:h'))
-    const roles = await Promise.all(admins.map(async (a) => ({ a, info: await a.info('replication'), myself: String(await a.cluster('MYID')) })))
-    const slots = (await admins[0]!.cluster("SLOTS")) as unknown as [number, number, [string, number, string]][]
-    const range = slots.find(([from, to]) => slot >= from && slot <= to)!
-    const masterId = range[2][2]
-    const master = roles.find((r) => r.myself === masterId)!.a
-    const replica = roles.find((r) => /role:slave/.test(r.info) && r.info.includes(`master_port:${range[2][1]}`))!.a
-    await until(async () => /master_link_status:up/.test(await replica.info('replication')), 20_000)
-
+    /**
+     * The shard of the semaphore's keys, found from the data once the first slots are taken (on a
+     * busy box the cluster may still be settling when it starts: a topology read before could name
+     * another shard's replica): its master holds the keys; its replica names that master's port.
+     */
+    const shard = async () => {
+      const nodes = await Promise.all(admins.map(async (a) => ({ a, info: await a.info('replication'), port: Number(a.options.port), has: await a.exists('{takeover:shard}:e').catch(() => 0) })))
+      const master = nodes.find((n) => /role:master/.test(n.info) && n.has === 1)!
+      const replica = nodes.find((n) => /role:slave/.test(n.info) && Number(/master_port:(\d+)/.exec(n.info)?.[1]) === master.port)!
+      return { master: master.a, replica: replica.a }
+    }
     const held = new Set<Lease>()
     const fences: number[] = []
     let peak = 0
@@ -58,7 +59,10 @@ describe('Redis Cluster: a replica takes over a shard that lacks the last writes
         return got
       }
       expect(await take(10)).toBe(10)
-      await sleep(300) // replicated (a loopback link takes well under a millisecond)
+      const { master, replica } = await shard()
+      await until(async () => /master_link_status:up/.test(await replica.info('replication')), 20_000)
+      // Replicated: WAIT for the replica's acknowledgement, not a sleep.
+      expect(await master.call('WAIT', '1', '10000')).toBe(1)
       // The replica loses its link for good, then 10 more slots are taken on the master.
       await master.config('SET', 'requirepass', 'a-password-the-replica-lacks')
       await replica.call('CLIENT', 'KILL', 'TYPE', 'master')
