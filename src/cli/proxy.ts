@@ -106,25 +106,30 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
   if (url !== undefined) redisUrlFlag('redis', url)
   const describe = (listening: string): string => `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
-  if (workers > 1 && cluster.isPrimary) {
-    if (url === undefined) {
-      throw new UsageError(`--workers ${workers} needs --redis (or AIRLOCK_REDIS_URL): the in-memory store is one process's, so each worker would let in up to the limit`)
-    }
-    // One secret for every worker, so a pass one gives is good at the others.
-    return runPrimary(workers, { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() }, (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`), io)
-  }
-  const redis = url === undefined ? undefined : await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
-  try {
+  /** createProxy, its errors as the command's (a bad option exits 64 naming it; a missing peer 69). */
+  const build = async (more: Partial<ProxyOptions>) => {
     const { createProxy } = await import('../proxy/proxy.js')
-    const log = { level: (level ?? 'info') as LogLevel, format: (format ?? 'json') as LogFormat, destination: { write: (text: string) => io.out(text) } }
-    let app
     try {
-      app = await createProxy({ ...(options as ProxyOptions), store: redis?.store, log })
+      return await createProxy({ ...(options as ProxyOptions), ...more })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
       if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
       throw err
     }
+  }
+  if (workers > 1 && cluster.isPrimary) {
+    if (url === undefined) {
+      throw new UsageError(`--workers ${workers} needs --redis (or AIRLOCK_REDIS_URL): the in-memory store is one process's, so each worker would let in up to the limit`)
+    }
+    // The options are checked here once (exit 64 naming the option), not by each worker as it dies.
+    await (await build({ log: false })).close()
+    // One secret for every worker, so a pass one gives is good at the others.
+    return runPrimary(workers, { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() }, (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`), io)
+  }
+  const redis = url === undefined ? undefined : await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  try {
+    const log = { level: (level ?? 'info') as LogLevel, format: (format ?? 'json') as LogFormat, destination: { write: (text: string) => io.out(text) } }
+    const app = await build({ store: redis?.store, log })
     const stopped = new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
       process.once('SIGTERM', () => resolve())

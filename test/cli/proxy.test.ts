@@ -62,6 +62,13 @@ describe.runIf(redisAvailable || process.env.CI)('airlock proxy --workers', () =
   })
   afterAll(async () => redis?.stop())
 
+  it('--workers checks the options once, before any worker starts: a bad one exits 64 naming it', async () => {
+    const run = airlock(['proxy', '--target', 'ftp://nowhere', '--port', '0', '--workers', '2', '--redis', redis.url])
+    const done = await run.exited
+    expect(done.code).toBe(64)
+    expect(done.stderr).toContain('target must be an http:// or https:// URL')
+  })
+
   it('two workers on one port share the limit and the pass secret; SIGTERM stops them all (exit 0)', { timeout: 40_000 }, async () => {
     const run = airlock(['proxy', '--target', target, '--port', '0', '--workers', '2', '--redis', redis.url, '--limit', '2', '--log-level', 'silent'], { AIRLOCK_SECRET: undefined })
     const line = await run.waitFor(/\(2 workers\)/, 30_000)
