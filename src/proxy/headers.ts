@@ -3,7 +3,7 @@
  * forwarding headers the proxy vouches for, the gate's own cookie kept from the origin, and the
  * origin's `Airlock-Command` kept from the client. Pure functions, no I/O.
  */
-import type { OutgoingHttpHeaders } from 'node:http'
+import { COMMAND_HEADER } from '../gate/control.js'
 
 /**
  * Headers that describe one connection, not the message: never forwarded either way (RFC 9110
@@ -12,8 +12,6 @@ import type { OutgoingHttpHeaders } from 'node:http'
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect'])
 
-/** The origin's command header: `Airlock-Command: release` frees the visitor's slot or pass; never shown to the client. */
-export const COMMAND_HEADER = 'airlock-command'
 
 /** How the proxy forwards a request's headers. */
 export interface ForwardRules {
@@ -118,11 +116,6 @@ export function upgradeHeaders(raw: readonly string[], hop: Hop, rules: ForwardR
   return [...requestHeaders(raw, hop, rules), 'connection', 'upgrade', 'upgrade', upgrade]
 }
 
-/** A header's value as one string (several joined with `, `). */
-function join(value: string | string[] | undefined): string {
-  return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
-}
-
 /** A `Cookie` header without the cookies named `name` ('' when none is left). */
 export function withoutCookie(header: string, name: string): string {
   if (!header.includes(name)) return header
@@ -136,36 +129,12 @@ export function withoutCookie(header: string, name: string): string {
     .trim()
 }
 
-/** The origin's answer, sorted for the client: its headers without hop-by-hop ones, and the command it gave the proxy. */
-export interface OriginHeaders {
-  headers: OutgoingHttpHeaders
-  /** `Airlock-Command`'s value, lowercased (`release`), or `undefined`. */
-  command: string | undefined
-}
-
 /**
- * The origin's response headers as the client gets them: without hop-by-hop headers (nor those its
- * `Connection` lists) and without `Airlock-Command`, which is the proxy's to act on.
- */
-export function responseHeaders(headers: Record<string, string | string[] | undefined>): OriginHeaders {
-  const listed = listedInConnection(headers.connection)
-  const out: OutgoingHttpHeaders = {}
-  let command: string | undefined
-  for (const name in headers) {
-    const value = headers[name]
-    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue
-    if (name === COMMAND_HEADER) {
-      command = join(value).trim().toLowerCase()
-      continue
-    }
-    out[name] = value
-  }
-  return { headers: out, command }
-}
-
-/**
- * {@link responseHeaders} for undici's raw header list (`[name, value, ...]`, as bytes): a flat
- * list for `writeHead`, names as the origin wrote them, bytes kept as they were (latin1 both ways).
+ * The origin's response headers as the client gets them, from its raw list (`[name, value, ...]`:
+ * undici's bytes, or Node's `rawHeaders`): a flat list for `writeHead`, names as the origin wrote
+ * them, bytes kept as they were (latin1 both ways); without hop-by-hop headers (nor those its
+ * `Connection` lists) and without `Airlock-Command`, which is the proxy's to act on (`command`,
+ * lowercased).
  */
 export function responseHeaderList(raw: readonly (Buffer | string)[]): { list: string[]; command: string | undefined } {
   let listed: Set<string> | undefined

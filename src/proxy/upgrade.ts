@@ -6,7 +6,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { Duplex } from 'node:stream'
-import { responseHeaders } from './headers.js'
+import { responseHeaderList } from './headers.js'
 
 /** How an upgrade ended (for the log): `open` then closed, or why it never opened. */
 export interface UpgradeOutcome {
@@ -15,9 +15,13 @@ export interface UpgradeOutcome {
   cause?: string
 }
 
-/** The first lines of an HTTP/1.1 response written by hand on a socket (status line and headers). */
-export function rawHead(status: number, message: string, headers: Record<string, string | number | string[] | undefined>): string {
+/**
+ * The first lines of an HTTP/1.1 response written by hand on a socket (status line and headers):
+ * `list`, a flat `[name, value, ...]` list (the origin's), then `headers`.
+ */
+export function rawHead(status: number, message: string, headers: Record<string, string | number | string[] | undefined>, list: readonly string[] = []): string {
   let head = `HTTP/1.1 ${status} ${message}\r\n`
+  for (let i = 0; i < list.length; i += 2) head += `${list[i]}: ${list[i + 1]!.replace(/[\r\n]/g, '')}\r\n`
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue
     for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${String(v).replace(/[\r\n]/g, '')}\r\n`
@@ -73,8 +77,7 @@ export function tunnel(
   // The origin refused the upgrade: its answer goes back as it is, and the tunnel is over.
   up.on('response', (res) => {
     socket.removeListener('close', onEarlyClose)
-    const { headers: out } = responseHeaders(res.headers)
-    socket.write(rawHead(res.statusCode ?? 502, res.statusMessage ?? '', { ...out, ...extra, connection: 'close' }))
+    socket.write(rawHead(res.statusCode ?? 502, res.statusMessage ?? '', { ...extra, connection: 'close' }, responseHeaderList(res.rawHeaders).list))
     res.pipe(socket)
     res.on('end', () => finish({ upstream: res.statusCode ?? null }))
     res.on('error', () => finish({ upstream: res.statusCode ?? null }))
@@ -82,8 +85,7 @@ export function tunnel(
   up.on('upgrade', (res, upstream, upstreamHead) => {
     socket.removeListener('close', onEarlyClose)
     up.setTimeout(0)
-    const { headers: out } = responseHeaders(res.headers)
-    socket.write(rawHead(101, 'Switching Protocols', { ...out, ...extra, connection: 'Upgrade', upgrade: res.headers.upgrade }))
+    socket.write(rawHead(101, 'Switching Protocols', { ...extra, connection: 'Upgrade', upgrade: res.headers.upgrade }, responseHeaderList(res.rawHeaders).list))
     if (upstreamHead.length > 0) socket.write(upstreamHead)
     if (head.length > 0) upstream.write(head)
     let open = 2

@@ -1,6 +1,6 @@
 /** The proxy's header rules, as pure functions (the end-to-end cases are in production.test.ts). */
 import { describe, expect, it } from 'vitest'
-import { requestHeaders as requestList, responseHeaderList, responseHeaders, upgradeHeaders as upgradeList, withoutCookie } from '../../src/proxy/headers.js'
+import { requestHeaders as requestList, responseHeaderList, upgradeHeaders as upgradeList, withoutCookie } from '../../src/proxy/headers.js'
 
 /** The functions take and give flat lists (`rawHeaders`); the tests read objects. */
 const flat = (o: Record<string, string>): string[] => Object.entries(o).flat()
@@ -50,11 +50,10 @@ describe('requestHeaders', () => {
   })
 })
 
-describe('responseHeaders', () => {
+describe('responseHeaderList', () => {
   it("drops hop-by-hop headers and those Connection lists; takes Airlock-Command for the proxy", () => {
-    const { headers, command } = responseHeaders({ connection: 'close, x-internal', 'x-internal': '1', 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'proxy-authenticate': 'Basic', 'airlock-command': ' Release ', 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/html' })
-    expect(headers).toEqual({ 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/html' })
-    expect(command).toBe('release')
+    const raw = ['connection', 'close, x-internal', 'x-internal', '1', 'keep-alive', 'timeout=5', 'transfer-encoding', 'chunked', 'proxy-authenticate', 'Basic', 'airlock-command', ' Release ', 'set-cookie', 'a=1', 'set-cookie', 'b=2', 'content-type', 'text/html']
+    expect(responseHeaderList(raw)).toEqual({ list: ['set-cookie', 'a=1', 'set-cookie', 'b=2', 'content-type', 'text/html'], command: 'release' })
   })
 
   it('the raw list keeps names as the origin wrote them and every Set-Cookie', () => {

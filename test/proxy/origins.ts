@@ -63,7 +63,11 @@ echo json_encode(['method' => $_SERVER['REQUEST_METHOD'], 'uri' => $_SERVER['REQ
   return spawned('php', ['-d', 'post_max_size=0', '-d', 'memory_limit=512M', '-S', `127.0.0.1:${port}`, join(dir, 'index.php')], dir, port)
 }
 
-/** A Node origin: `PUT /upload` counts the bytes it reads; `GET /download?mb=N` streams N MB; `/ws` echoes. */
+/**
+ * A Node origin: `PUT /upload` counts the bytes it reads; `GET /download?mb=N` streams N MB; `/hang`
+ * never answers; `/break` promises 1,000 bytes, sends 10 and drops the connection; `/ws` echoes
+ * WebSockets; anything else answers `ok`.
+ */
 export async function nodeOrigin(): Promise<Origin & { uploaded: () => number }> {
   let uploaded = 0
   const server: Server = createServer((req, res) => {
@@ -76,7 +80,15 @@ export async function nodeOrigin(): Promise<Origin & { uploaded: () => number }>
       })
       return
     }
-    const mb = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('mb') ?? 1)
+    if (req.url === '/hang') return
+    if (req.url === '/break') {
+      res.writeHead(200, { 'content-length': '1000' })
+      res.write('x'.repeat(10))
+      setTimeout(() => req.socket.destroy(), 50)
+      return
+    }
+    if (!req.url?.startsWith('/download')) return void res.end('ok')
+    const mb = Number(new URL(req.url, 'http://x').searchParams.get('mb') ?? 1)
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(mb * 1024 * 1024) })
     const chunk = Buffer.alloc(64 * 1024, 7)
     let left = mb * 16

@@ -7,17 +7,16 @@
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { request as undiciRequest } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { createProxy, type AirlockProxy, type ProxyOptions } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { sleep, until } from '../helpers/wait.js'
-import { phpOrigin, type Origin } from './origins.js'
+import { nodeOrigin, phpOrigin, type Origin } from './origins.js'
 
 const SECRET = 'a-proxy-test-secret-at-least-32-bytes'
 const proxies: AirlockProxy[] = []
@@ -164,41 +163,14 @@ describe('headers, both ways', () => {
   })
 })
 
-/** A Node origin: `/hang` never answers, `/break` drops the connection midway through its body, `/ws` echoes WebSockets, anything else answers `ok`. */
-async function nodeOrigin(): Promise<{ url: string; server: Server; stop(): Promise<void> }> {
-  const server = createServer((req, res) => {
-    if (req.url === '/hang') return
-    if (req.url === '/break') {
-      // Promises 1,000 bytes, sends 10, then drops the connection.
-      res.writeHead(200, { 'content-length': '1000' })
-      res.write('x'.repeat(10))
-      setTimeout(() => req.socket.destroy(), 50)
-      return
-    }
-    res.end('ok')
-  })
-  const wss = new WebSocketServer({ server, path: '/ws' })
-  wss.on('connection', (ws) => ws.on('message', (d) => ws.send(d)))
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    server,
-    stop: () =>
-      new Promise((done) => {
-        wss.close()
-        server.closeAllConnections()
-        server.close(() => done())
-      }),
-  }
-}
+/** The Node origin of the describes below (origins.ts): `/hang`, `/break`, `/ws`, and `ok`. */
+let origin: Awaited<ReturnType<typeof nodeOrigin>>
+beforeAll(async () => {
+  origin = await nodeOrigin()
+})
+afterAll(async () => origin?.stop())
 
 describe('WebSockets and a hanging origin', () => {
-  let origin: Awaited<ReturnType<typeof nodeOrigin>>
-  beforeAll(async () => {
-    origin = await nodeOrigin()
-  })
-  afterAll(async () => origin?.stop())
-
   const openSocket = (url: string): Promise<WebSocket> =>
     new Promise((resolve, reject) => {
       const ws = new WebSocket(url)
@@ -254,12 +226,6 @@ describe('WebSockets and a hanging origin', () => {
 })
 
 describe('clients and origins that leave midway', () => {
-  let origin: Awaited<ReturnType<typeof nodeOrigin>>
-  beforeAll(async () => {
-    origin = await nodeOrigin()
-  })
-  afterAll(async () => origin?.stop())
-
   it('request mode: a client that leaves while the origin is still working frees its slot at once', async () => {
     const { base, proxy: p } = await proxy({ target: origin.url, limit: 1, mode: 'request' })
     const leave = new AbortController()
@@ -292,12 +258,6 @@ describe('clients and origins that leave midway', () => {
 })
 
 describe('the log', () => {
-  let origin: Awaited<ReturnType<typeof nodeOrigin>>
-  beforeAll(async () => {
-    origin = await nodeOrigin()
-  })
-  afterAll(async () => origin?.stop())
-
   it('an access line per request (JSON in pino shape, or pretty); the 5xx the proxy makes itself with its cause', async () => {
     let text = ''
     const destination = { write: (t: string) => (text += t) }
