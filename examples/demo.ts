@@ -20,6 +20,9 @@ await app.register(airlockShield, {
   // Demo only: a fixed secret so passes survive restarts of the demo. Use your own 32+ byte secret.
   secret: process.env.AIRLOCK_SECRET ?? 'airlock-shield-demo-secret-not-for-production',
   bypass: ['/stats'],
+  // Demo only: every curl below comes from one address, which the client share (on by default)
+  // would count as one client holding its share. A real site keeps it on.
+  clientShare: false,
 })
 
 app.get('/', async (_request, reply) => {

@@ -13,6 +13,8 @@ export interface ExpressLikeRequest extends IncomingMessage {
   originalUrl?: string
   /** Express: HTTPS as seen through the `trust proxy` setting. */
   secure?: boolean
+  /** Express: the client's address as seen through the `trust proxy` setting. */
+  ip?: string
 }
 
 /** The parts of an Express 4/5 response the middleware uses (express's `Response` fits). */
@@ -145,6 +147,7 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       url: req.originalUrl ?? req.url ?? '/',
       headers: req.headers,
       secure: isSecure(req),
+      ip: req.ip ?? req.socket?.remoteAddress,
       request: req,
     })
     if (d instanceof Promise) d.then((decision) => apply(req, res, next, decision), next)

@@ -16,6 +16,7 @@ import { redisStore, type RedisStore } from '../src/stores/redis.js'
 import { isAirlockError } from '../src/base/errors.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from './helpers/redis.js'
 import { recordingLogger } from './helpers/stores.js'
+import { hit, nextAddress } from './http/harness.js'
 
 requireRedis()
 const SECRET = 'prometheus-test-secret-of-32-bytes-or-more'
@@ -93,7 +94,8 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
       metrics = airlockMetrics({ registry, statusCacheMs: 0 })
       const name = `metrics-${adapter.toLowerCase()}`
       site = await start({ name, limit: 7, store, secret: SECRET, queue: { maxLength: 3 }, storeTimeout: 500, logger: recordingLogger() }, registry)
-      const get = () => fetch(`${site!.url}/`, { headers: { accept: 'text/html' } }).then((r) => r.status)
+      // Each request a visitor of its own, from its own address (the client share counts by address).
+      const get = () => hit(`${site!.url}/`, { headers: { accept: 'text/html' }, from: nextAddress() }).then((r) => r.status)
       const statuses: number[] = []
       for (let i = 0; i < 15; i++) statuses.push(await get())
       expect(statuses).toEqual([...Array(7).fill(200), ...Array(3).fill(202), ...Array(5).fill(503)])

@@ -91,6 +91,19 @@ export interface ReleaseEvent {
   by: 'command'
 }
 
+/**
+ * The waiting room's door (`queue.challenge`): a challenge `issued` at `difficulty` bits; a
+ * visitor through it (`solved`, or `noscript` after the slower door's wait; `ms` since its first
+ * challenge); a solution `refused` or answered with the line that never moves (`shadowed`).
+ */
+export interface ChallengeEvent {
+  gate: string
+  outcome: 'issued' | 'solved' | 'noscript' | 'refused' | 'shadowed'
+  difficulty: number
+  /** `solved` and `noscript`: ms from the first challenge to the place; else 0. */
+  ms: number
+}
+
 export interface FailoverEvent {
   store: string
   /** The store's key prefix. */
@@ -109,9 +122,10 @@ export const controlChannel = diagnostics.channel('airlock:control')
 export const limitChannel = diagnostics.channel('airlock:limit')
 export const failoverChannel = diagnostics.channel('airlock:failover')
 export const releaseChannel = diagnostics.channel('airlock:release')
+export const challengeChannel = diagnostics.channel('airlock:challenge')
 
 /** Every channel airlock publishes on, by name. */
-export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover', 'airlock:release'] as const
+export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover', 'airlock:release', 'airlock:challenge'] as const
 
 /** Times `op` and publishes a store event, only while `airlock:store` has a subscriber. */
 export function timedStoreCall<T>(store: string, name: string, operation: string, op: () => Promise<T>): Promise<T> {

@@ -29,6 +29,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'pass-ttl', value: 'DURATION', help: "a pass's life after the visitor's last request (default 60s)" },
   { name: 'bypass', value: 'PATHS', help: 'comma-separated path prefixes never gated (/static,/health)' },
   { name: 'trust-proxy', help: 'trust X-Forwarded-* from the client (only behind a proxy you run)' },
+  { name: 'client-share', value: 'N|off', help: 'places in line and unconfirmed slots one client address may hold (default 20; off: no share)' },
   { name: 'metrics', value: 'PATH', help: 'serve Prometheus metrics at PATH (needs prom-client)' },
   { name: 'dashboard', value: 'PATH', help: 'serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)' },
   { name: 'upstream-timeout', value: 'DURATION', help: 'how long the origin may take to connect, answer, or between body chunks; then 504 (default 60s)' },
@@ -85,6 +86,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1 }) : undefined)
   set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
   set('trustProxy', flags.has('trust-proxy') ? true : undefined)
+  if (flags.has('client-share')) set('clientShare', flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) })
   set('metricsPath', flags.get('metrics'))
   set('gated', flags.has('no-gate') ? false : undefined)
   set('upstreamTimeout', flags.has('upstream-timeout') ? durationFlag('upstream-timeout', flags.get('upstream-timeout')!, { min: 1 }) : undefined)

@@ -1,5 +1,5 @@
 import { resolveStore } from '../stores/resolve.js'
-import type { AcquireResult, QueueRequest, Store } from '../stores/types.js'
+import type { AcquireResult, ClientShare, QueueRequest, Store } from '../stores/types.js'
 import { LeaseImpl, newToken, type Lease, type LeaseHandle, type RunContext, type SemaphoreState } from './lease.js'
 import { runHolding, waitInLine } from './waiting.js'
 import { AirlockError, optionError } from '../base/errors.js'
@@ -126,9 +126,18 @@ export class Semaphore {
   /** Takes a slot if one is free right now (never waits). `null` when full, others are waiting, or {@link quarantined}. */
   async acquire(options: AcquireOptions = {}): Promise<Lease | null> {
     optionsObject('acquire()', options, ['weight'])
+    return (await this.tryAcquire(options)).lease
+  }
+
+  /**
+   * {@link acquire}, saying why not: `'full'` (full, others waiting, or {@link quarantined}) or
+   * `'client-share'` (`options.client` is over its share; see `ClientShare`).
+   */
+  async tryAcquire(options: AcquireOptions & { client?: ClientShare } = {}): Promise<{ lease: Lease } | { lease: null; refused: 'full' | 'client-share' }> {
+    optionsObject('tryAcquire()', options, ['weight', 'client'])
     if (this.quarantined()) {
       this.weightOf(options)
-      return null
+      return { lease: null, refused: 'full' }
     }
     const token = newToken()
     const result = await this.store.acquire(this.name, {
@@ -138,8 +147,10 @@ export class Semaphore {
       weight: this.weightOf(options),
       fresh: true,
       admissionRate: this.#rate() ?? undefined,
+      client: options.client,
     })
-    return result.status === 'acquired' ? this.leaseFrom(token, result) : null
+    if (result.status === 'acquired') return { lease: this.leaseFrom(token, result) }
+    return { lease: null, refused: result.status === 'client-share' ? 'client-share' : 'full' }
   }
 
   /**

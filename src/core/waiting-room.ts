@@ -1,5 +1,5 @@
 import { resolveStore } from '../stores/resolve.js'
-import type { AcquireResult, LeaseState, QueueRequest, QueueSettings, Store } from '../stores/types.js'
+import type { AcquireResult, ClientShare, LeaseState, QueueRequest, QueueSettings, Store } from '../stores/types.js'
 import { QUEUE_KEYS, queueSettings, type QueueDefaults } from './queue.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { runHolding, waitInLine } from './waiting.js'
@@ -87,8 +87,13 @@ export interface Full {
   waiting: number
 }
 
+/** The visitor's client (`EnterOptions.client`) is over its share; the visitor got no place. */
+export interface OverShare {
+  status: 'client-share'
+}
+
 /** What {@link WaitingRoom.enter} answers. */
-export type EnterResult = Admitted | Queued | Full
+export type EnterResult = Admitted | Queued | Full | OverShare
 
 /** What {@link WaitingRoom.poll} answers: never admits, never joins. */
 export type PollResult = Admitted | Queued | { status: 'absent' }
@@ -198,6 +203,8 @@ export interface EnterOptions {
   fresh?: boolean
   hold?: boolean
   shuffle?: boolean
+  /** The visitor's client and its share: a new visitor over it gets `client-share`, no place (see `ClientShare`). */
+  client?: ClientShare
 }
 
 /** A uniform random key in [1, 2^52): a pre-queue place's order (see `QueueRequest.shuffle`). */
@@ -284,19 +291,22 @@ export class WaitingRoom {
    *   or keeps a place, but nobody is admitted (except one room was reserved for before the hold).
    * @param options.shuffle A new place goes into the pre-queue: ahead of every place taken without
    *   it, in uniformly random order among the pre-queue (arriving early is no advantage).
+   * @param options.client The visitor's client and its share (see `ClientShare`): a visitor new to
+   *   the room whose client already holds its share gets `{ status: 'client-share' }` and no place.
    */
   async enter(visitorId: string, options?: EnterOptions): Promise<EnterResult> {
     const token = assertVisitorId(visitorId)
     let line = this.line
     if (options !== undefined) {
-      optionsObject('enter()', options, ['fresh', 'hold', 'shuffle'])
+      optionsObject('enter()', options, ['fresh', 'hold', 'shuffle', 'client'])
       for (const key of ['fresh', 'hold', 'shuffle'] as const) {
         if (options[key] !== undefined && typeof options[key] !== 'boolean') optionError(`${key} must be a boolean, got ${describe(options[key])}`)
       }
       if (options.hold || options.shuffle) line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
     }
-    const result = await this.ask(token, line, options?.fresh === true)
+    const result = await this.ask(token, line, options?.fresh === true, options?.client)
     if (result.status === 'full') return { status: 'full', waiting: result.waiting }
+    if (result.status === 'client-share') return { status: 'client-share' }
     const answer = this.answer(token, result)
     if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
     return answer
@@ -408,9 +418,9 @@ export class WaitingRoom {
   }
 
   /** One store decision for this visitor: `line` to enter, `poller` to poll. */
-  private ask(token: string, queue: QueueRequest, fresh = false): Promise<AcquireResult> {
+  private ask(token: string, queue: QueueRequest, fresh = false, client?: ClientShare): Promise<AcquireResult> {
     const admissionRate = this.#rate() ?? undefined
-    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue, fresh, admissionRate })
+    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue, fresh, admissionRate, client })
   }
 
   private answer(token: string, result: AcquireResult): PollResult {

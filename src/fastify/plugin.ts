@@ -77,7 +77,7 @@ interface Registry {
 }
 
 function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
-  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', request }
+  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, request }
 }
 
 function controlOf(reply: Hooked, registry: Registry): AirlockControl {

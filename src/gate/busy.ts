@@ -28,7 +28,7 @@ export class GateAnswers<Req> {
   }
 
   busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
-    return { kind: 'busy', reason, setCookie: undefined, response: this.pages.busy(this.request(view)) }
+    return { kind: 'busy', reason, setCookie: undefined, response: this.pages.busy(this.request(view), reason === 'client-share' ? reason : undefined) }
   }
 
   /** What the page builders get of `view`. */
@@ -39,7 +39,7 @@ export class GateAnswers<Req> {
   }
 
   /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */
-  userCall<T>(option: 'skip' | 'nonce', fn: (request: Req) => T, request: Req): T | undefined {
+  userCall<T>(option: 'skip' | 'nonce' | 'clientKey', fn: (request: Req) => T, request: Req): T | undefined {
     return guardedCall(option, fn, request, this.#warned, this.logger, this.gate)
   }
 }

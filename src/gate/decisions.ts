@@ -45,6 +45,11 @@ export function releaseLate(lease: Lease | null): void {
   lease?.release().catch(noop)
 }
 
+/** {@link releaseLate} for `Semaphore.tryAcquire`'s answer. */
+export function releaseLateTry(result: { lease: Lease | null }): void {
+  releaseLate(result.lease)
+}
+
 
 /**
  * Calls a user-supplied `skip` or `nonce` function. One that throws is treated as answering
@@ -52,7 +57,7 @@ export function releaseLate(lease: Lease | null): void {
  * turns into a 500 nor lets a request bypass the gate.
  */
 export function guardedCall<R, T>(
-  option: 'skip' | 'nonce',
+  option: 'skip' | 'nonce' | 'clientKey',
   fn: (request: R) => T,
   request: R,
   warned: Set<string>,

@@ -20,7 +20,10 @@ import { Adaptor, ADAPTIVE_WINDOW_MS, measureFrom } from './adaptive.js'
 import { Steering, type Newcomers } from './steering.js'
 import type { ControlState } from '../core/control.js'
 import { liveGates } from './registry.js'
-import { BYPASS, bypassWith, CONFIRM_LINK, CONFIRM_QUERY, holdsPass, releaseLate, releaseLateEntry } from './decisions.js'
+import { BYPASS, CONFIRM_LINK, CONFIRM_QUERY, holdsPass, releaseLate, releaseLateEntry, releaseLateTry } from './decisions.js'
+import { clientShareKey, shareFor } from './client-share.js'
+import type { DoorContext } from './door.js'
+import type { ClientShare } from '../stores/types.js'
 import { Passes } from './passes.js'
 import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
 import type {
@@ -238,19 +241,9 @@ export class Gate<Req = unknown> {
     return this.decideSession(view, value !== undefined)
   }
 
-  /**
-   * A request this gate sees but does not gate (a bypassed path, `skip`, a route opted out, a 404):
-   * never refused, but a pass it carries is confirmed (a provisional pass becomes a full one) or
-   * slid when due, so a visitor whose page only fetches ungated assets keeps its slot. Synchronous
-   * unless a pass needs its store call; then the store's trouble only means no new cookie.
-   */
+  /** A request this gate sees but does not gate: never refused, but a pass it carries is confirmed or slid when due (see `Passes.confirm`). */
   confirm(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
-    if (this.mode === 'request') return BYPASS
-    const value = firstCookie(view.headers.cookie, this.cookieName)
-    if (value === undefined) return BYPASS
-    const cached = this.#passes.cached(value, Date.now())
-    if (cached !== undefined) return bypassWith(cached.setCookie)
-    return this.confirmPass(view)
+    return this.mode === 'request' ? BYPASS : this.#passes.confirm(view.headers.cookie, view.secure, this.storeTimeout)
   }
 
   /**
@@ -317,13 +310,16 @@ export class Gate<Req = unknown> {
     }
     const newcomers = this.#steer.newcomers(Date.now())
     if (newcomers.kind === 'normal' && this.#loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
-    if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers)
-    return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline) : this.busy(view, 'closed')
+    const client = this.clientOf(view)
+    if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers, client)
+    return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline, client) : this.busy(view, 'closed')
   }
 
-  private async confirmPass(view: RequestView<Req>): Promise<BypassDecision> {
-    const outcome = await this.#passes.check(view.headers.cookie, view.secure, Date.now() + this.storeTimeout, true)
-    return typeof outcome === 'object' && !('error' in outcome) ? bypassWith(outcome.setCookie) : BYPASS
+  /** The store's share request for the request's client (`clientShare`), if any. */
+  private clientOf(view: RequestView<Req>): ClientShare | undefined {
+    const { share, clientKey } = this.#s
+    const key = share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
+    return key ? shareFor(share!, key, this.limit) : undefined
   }
 
   /** The gate's own confirm request (`?__airlock=confirm`): `204`, with the confirmed pass. */
@@ -333,15 +329,17 @@ export class Gate<Req = unknown> {
     return d instanceof Promise ? d.then(answer) : answer(d)
   }
 
-  /** A visitor without a valid pass: a provisional slot and pass if one is free, else busy. */
-  private async admitVisitor(view: RequestView<Req>, deadline: number): Promise<GateDecision> {
+  /** A visitor without a valid pass: a provisional slot and pass if one is free (and its client within its share), else busy. */
+  private async admitVisitor(view: RequestView<Req>, deadline: number, client: ClientShare | undefined): Promise<GateDecision> {
     const t0 = Date.now()
-    let lease: Lease | null
+    let got: Awaited<ReturnType<Semaphore['tryAcquire']>>
     try {
-      lease = await this.call(() => this.sem.acquire(), deadline, releaseLate)
+      got = await this.call(() => this.sem.tryAcquire({ client }), deadline, releaseLateTry)
     } catch (err) {
       return this.storeFailed(view, err)
     }
+    const lease = got.lease
+    if (lease === null && got.refused === 'client-share') return this.busy(view, 'client-share')
     if (lease === null || !this.#share.keeps(lease, this.#releaseError)) return this.full(view)
     return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
   }
@@ -376,19 +374,22 @@ export class Gate<Req = unknown> {
    * line was empty and a slot free, or the visitor's turn came): a provisional pass bound to a slot
    * whose token is the visitor id. Queued: `202` and, for a new visitor, the ticket cookie.
    */
-  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers): Promise<GateDecision> {
+  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers, client: ClientShare | undefined): Promise<GateDecision> {
     const t0 = Date.now()
     const ticketId = line.readTicket(view.headers.cookie, t0)
     const fresh = ticketId === undefined
     // Closed: nobody new in line; those in it keep their places (held) for the reopening.
     if (newcomers.kind === 'closed' && fresh) return this.busy(view, 'closed')
-    const visitorId = ticketId ?? newVisitorId()
+    // The proof-of-work door (`queue.challenge`) before a new place: a visitor id, or its answer.
+    const door = fresh ? line.door?.decide(view.headers, t0, this.doorContext(line, view)) : undefined
+    if (typeof door === 'object') return door
+    const visitorId = ticketId ?? door ?? newVisitorId()
     const hold = newcomers.kind !== 'normal'
     const opening = newcomers.kind === 'hold' ? newcomers.opening : null
     let result: EnterResult
     try {
       // A new visitor admitted after the budget ran out never learns it: free that slot again.
-      const enter = { fresh, hold, shuffle: opening !== null }
+      const enter = { fresh, hold, shuffle: opening !== null, client }
       result = await this.call(() => line.room.enter(visitorId, enter), deadline, fresh ? releaseLateEntry : undefined)
     } catch (err) {
       // A held line (queue-all, a scheduled opening) lets nobody in, whatever onStoreError says.
@@ -400,6 +401,7 @@ export class Gate<Req = unknown> {
       this.queueEvent('full', null, result.waiting)
       return this.busy(view, 'full')
     }
+    if (result.status === 'client-share') return this.busy(view, 'client-share')
     const poll = view.headers['x-airlock-poll'] !== undefined
     if (result.status === 'queued') {
       const place = line.place(result, opening)
@@ -416,6 +418,13 @@ export class Gate<Req = unknown> {
     if (ticketId !== undefined) this.queueEvent('admit', null, null)
     const response = poll ? line.answers.admitted() : undefined
     return this.admitWithPass(view, visitorId, ticketId === undefined ? 'slot' : 'line', t0, response)
+  }
+
+  private doorContext(line: GateLine, view: RequestView<Req>): DoorContext {
+    const request = this.answers.request(view)
+    const tail = this.#passes.secureTail(this.#s.cookie.tail, view.secure)
+    const poll = view.headers['x-airlock-poll'] !== undefined
+    return { request, cookie: (v) => `${line.door!.cookieName}=${v}${tail}`, busy: (r) => this.busy(view, r), queued: (p) => line.answers.queued(p, request, poll) }
   }
 
   // --- request mode -------------------------------------------------------------------------

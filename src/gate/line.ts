@@ -9,6 +9,8 @@ import { LineAnswers, type LinePlace } from '../pages/answers.js'
 import type { WaitingPage } from '../pages/waiting.js'
 import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
 import type { Opening } from './steering.js'
+import { challengeSettings, type ChallengeSettings } from './challenge.js'
+import { Door } from './door.js'
 
 export type { LinePlace } from '../pages/answers.js'
 
@@ -26,6 +28,11 @@ export interface GateQueueOptions extends Partial<QueueSettings> {
   pollInterval?: number
   /** A custom waiting page (a function of the place in line returning HTML). */
   page?: WaitingPage
+  /**
+   * A proof-of-work door before a new place or slot (off by default): `true`, or `{ difficulty,
+   * maxDifficulty, ttl, failed: 'refuse' | 'shadow', noscriptDelay }`. See docs/waiting-room.md "Bots".
+   */
+  challenge?: boolean | Partial<ChallengeSettings>
 }
 
 /** The waiting-room part of a gate: the line in the store, tickets, and the queued answers. */
@@ -38,6 +45,8 @@ export class GateLine {
   readonly ticketCookieName: string
   /** The `202` answers and the admitted poll's answer. */
   readonly answers: LineAnswers
+  /** The proof-of-work door (`challenge`), if any. */
+  readonly door: Door | undefined
   private readonly signer: Signer
 
   constructor(
@@ -54,7 +63,7 @@ export class GateLine {
     },
   ) {
     const q: GateQueueOptions = queue === true ? {} : queue
-    knownKeys('queue', q, [...QUEUE_KEYS, 'pollInterval', 'page'])
+    knownKeys('queue', q, [...QUEUE_KEYS, 'pollInterval', 'page', 'challenge'])
     // The page's poll: a third of the claim window, at most 2 s, unless given.
     const pollFor = (claimWindow: number): number =>
       duration('queue.pollInterval', q.pollInterval ?? Math.min(2_000, Math.floor(claimWindow / 3)))
@@ -93,6 +102,8 @@ export class GateLine {
     this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: settings.ttl, store: settings.store, ...line })
     this.ticketCookieName = settings.ticketCookieName
     this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })
+    const challenge = challengeSettings(q.challenge)
+    this.door = challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`)
   }
 
   /** The visitor id of the first valid ticket of this gate in the `Cookie` header, if any. */

@@ -12,6 +12,7 @@ import { randomSecret, secretList } from '../base/signing.js'
 import { describe, duration, durationOrZero, knownKeys, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateQueueOptions } from './line.js'
+import { shareSettings, type ShareSettings } from './client-share.js'
 import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'
 
 /** Paths never gated: exact paths, path prefixes (`/static/`), and patterns. */
@@ -90,6 +91,9 @@ export interface GateSettings<Req> {
   nonce: ((request: Req) => string | undefined) | undefined
   /** Checked by the line itself (`GateLine`); here only its presence and the mode. */
   queue: true | GateQueueOptions | undefined
+  /** Each client's share (session mode; `undefined`: off). */
+  share: ShareSettings | undefined
+  clientKey: ((request: Req) => string | undefined) | undefined
 }
 
 const consoleLogger: GateLogger = {
@@ -152,7 +156,22 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     busyPage: busyPageOption(o.busyPage),
     nonce: functionOption('nonce', o.nonce, '(request) => string'),
     queue,
+    share: shareOption(o.clientShare, mode),
+    clientKey: functionOption('clientKey', o.clientKey, '(request) => string | undefined'),
   }
+}
+
+/** `clientShare`: session mode's (on unless `false`); request mode has none (an object there is a mistake). */
+function shareOption(option: unknown, mode: 'session' | 'request'): ShareSettings | undefined {
+  const share = shareSettings(option)
+  if (mode === 'session') return share
+  if (option !== undefined && option !== false && option !== true) {
+    optionError(
+      "clientShare needs mode 'session': it counts places in line and unconfirmed slots, which request mode " +
+        "does not have; remove clientShare (or use a rate limiter for each client's request rate)",
+    )
+  }
+  return undefined
 }
 
 function secrets(secret: unknown, mode: 'session' | 'request', store: Store): { secrets: readonly string[]; randomSecret: boolean } {

@@ -4,11 +4,12 @@
  * cache of verified passes that makes the pass holder's request a map lookup.
  */
 import type { Semaphore } from '../core/semaphore.js'
-import { cookieValues } from '../base/http.js'
+import { cookieValues, firstCookie } from '../base/http.js'
+import { BYPASS, bypassWith } from './decisions.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import type { CookieSettings } from './options.js'
 import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type PassFields } from './pass.js'
-import type { PassDecision } from './types.js'
+import type { BypassDecision, PassDecision } from './types.js'
 
 /** A pass checked against the store: live (a decision), `'dead'` (no pass), or the store failed. */
 export type PassOutcome = PassDecision | 'dead' | { error: unknown }
@@ -70,6 +71,20 @@ export class Passes {
       if (outcome !== 'dead') return outcome
     }
     return 'none'
+  }
+
+  /**
+   * A request the gate sees but does not gate (a bypassed path, `skip`, a route opted out, a 404):
+   * never refused, but a pass it carries is confirmed (a provisional pass becomes a full one) or
+   * slid when due, so a visitor whose page only fetches ungated assets keeps its slot. Synchronous
+   * unless a pass needs its store call; then the store's trouble only means no new cookie.
+   */
+  confirm(header: string | string[] | undefined, secure: boolean, storeTimeout: number): BypassDecision | Promise<BypassDecision> {
+    const value = firstCookie(header, this.s.cookie.name)
+    if (value === undefined) return BYPASS
+    const cached = this.cached(value, Date.now())
+    if (cached !== undefined) return bypassWith(cached.setCookie)
+    return this.check(header, secure, Date.now() + storeTimeout, true).then((o) => (typeof o === 'object' && !('error' in o) ? bypassWith(o.setCookie) : BYPASS))
   }
 
   /** A new provisional pass for the slot `token`: its `Set-Cookie` value. */

@@ -17,6 +17,11 @@ export interface GateCounters {
   bypass: number
   /** Store calls that failed or ran out of budget. */
   storeErrors: number
+  /** Busy answers (counted in `busy` too) because the client held its share (`clientShare`). */
+  clientShare: number
+  /** Proof-of-work challenges sent (`queue.challenge`; counted in `busy` too), and solutions refused. */
+  challenged: number
+  challengeFailed: number
 }
 
 /** What an instance reports (JSON in the store) and how {@link Gate.status} shows it. */
@@ -42,7 +47,7 @@ const SAMPLES = 256
 
 export class GateStats {
   readonly id: string
-  readonly counters: GateCounters = { admitted: 0, busy: 0, queued: 0, pass: 0, bypass: 0, storeErrors: 0 }
+  readonly counters: GateCounters = { admitted: 0, busy: 0, queued: 0, pass: 0, bypass: 0, storeErrors: 0, clientShare: 0, challenged: 0, challengeFailed: 0 }
   breaker: 'open' | 'closed' = 'closed'
   /** Admissions per second over the last minute: a ring indexed by second. */
   private readonly perSecond = new Uint32Array(60)
@@ -69,6 +74,9 @@ export class GateStats {
         break
       case 'busy':
         this.counters.busy++
+        if (d.reason === 'client-share') this.counters.clientShare++
+        else if (d.reason === 'challenge') this.counters.challenged++
+        else if (d.reason === 'challenge-failed') this.counters.challengeFailed++
         break
       case 'queued':
         this.counters.queued++

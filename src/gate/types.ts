@@ -5,6 +5,7 @@ import type { Store } from '../stores/types.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
 import type { GateQueueOptions } from './line.js'
+import type { ClientShareOptions } from './client-share.js'
 import type { InstanceReport } from './stats.js'
 
 export type { GateResponse } from '../pages/answers.js'
@@ -136,6 +137,22 @@ export interface GateOptions<Req = unknown> {
    * `true` for the defaults. Default: none (visitors who find no free slot get the busy answer).
    */
   queue?: boolean | GateQueueOptions
+  /**
+   * Session mode: each client's share of the gate, counted in the store (so across instances).
+   * A client (see `clientKey`) holds at most `places` places in line and unconfirmed slots at once
+   * (default 20), at most `slots` unconfirmed slots (default a quarter of the limit, at least 1),
+   * and gets at most `perMinute` new ones a minute (default 60). Over it: the busy answer with
+   * `reason: 'client-share'`, never a place. A slot stops counting once its pass is confirmed (the
+   * browser came back with the cookie), so clients that keep cookies are bounded by the rate only.
+   * Default on; `false` turns it off (load tests from one machine). See docs/waiting-room.md "Bots".
+   */
+  clientShare?: boolean | ClientShareOptions
+  /**
+   * The client a request comes from, for `clientShare`: a user id, an API key, a session. Return
+   * `undefined` for the default: the client's address as the framework sees it (its trust-proxy
+   * setting), IPv4 by address and IPv6 by /64.
+   */
+  clientKey?: (request: Req) => string | undefined
 }
 
 /** What a framework adapter hands to {@link Gate.decide}. */
@@ -148,9 +165,13 @@ export interface RequestView<Req = unknown> {
     accept?: string | string[] | undefined
     /** Sent by the waiting page's polls. */
     'x-airlock-poll'?: string | string[] | undefined
+    /** The challenge page's solution (`queue.challenge`). */
+    'x-airlock-solution'?: string | string[] | undefined
   }
   /** The request came over HTTPS (as the framework's trust-proxy setting sees it). */
   secure: boolean
+  /** The client's address (as the framework's trust-proxy setting sees it), for `clientShare`. */
+  ip?: string | undefined
   /** The framework's request, for `skip`, `nonce` and `busyPage`. */
   request: Req
 }
@@ -214,9 +235,13 @@ export interface PassDecision {
 /** Answered by the gate; the route never runs. */
 export interface BusyDecision {
   kind: 'busy'
-  /** `closed`: the live control lets nobody new in (mode `closed`, `queue-all` without a line, before `opensAt`, after `closesAt`). */
-  reason: 'full' | 'store-unavailable' | 'closed'
-  setCookie: undefined
+  /**
+   * `client-share`: the visitor's client holds its share (`clientShare`). `challenge`: a new visitor
+   * is sent the waiting room's proof of work (`queue.challenge`; `202` with the page or JSON);
+   * `challenge-failed`: its solution was wrong, forged or replayed. `closed`: the live control lets nobody new in (mode `closed`, `queue-all` without a line, before `opensAt`, after `closesAt`). */
+  reason: 'full' | 'store-unavailable' | 'closed' | 'client-share' | 'challenge' | 'challenge-failed'
+  /** The waiting room's door cookie, with a challenge. */
+  setCookie: string | undefined
   response: GateResponse
 }
 
@@ -277,6 +302,8 @@ const OPTION_KEYS = [
   'confirm',
   'control',
   'queue',
+  'clientShare',
+  'clientKey',
 ] as const satisfies readonly (keyof GateOptions)[]
 
 /** Every option key of {@link GateOptions}. */

@@ -162,7 +162,8 @@ export class ResourceLocks {
     if (entered.status === 'queued') {
       return { status: 'unavailable', ticket: presented, position: entered.position, waiting: entered.waiting }
     }
-    return { status: 'full', waiting: entered.waiting }
+    // No client share is asked for here, so 'client-share' never comes.
+    return { status: 'full', waiting: entered.status === 'full' ? entered.waiting : 0 }
   }
 
   /**

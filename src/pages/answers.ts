@@ -51,6 +51,7 @@ export class BusyAnswers {
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: Readonly<Record<string, string>>
   private readonly jsonBody: string
+  private readonly shareJsonBody: string
 
   constructor(
     private readonly retryAfter: number,
@@ -63,11 +64,13 @@ export class BusyAnswers {
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = Object.freeze({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
     this.jsonBody = busyJson(retryAfter)
+    this.shareJsonBody = busyJson(retryAfter, 'client-share')
   }
 
-  busy(r: AnswerRequest): GateResponse {
+  /** `reason` `'client-share'`: the JSON says so (`"reason":"client-share"`); the page is the same. */
+  busy(r: AnswerRequest, reason?: 'client-share'): GateResponse {
     return answer(r, () => {
-      if (prefersJson(r.accept)) return { status: 503, headers: this.json, body: this.jsonBody }
+      if (prefersJson(r.accept)) return { status: 503, headers: this.json, body: reason === undefined ? this.jsonBody : this.shareJsonBody }
       const nonce = r.nonce()
       const builtIn = (): GateResponse => ({ status: 503, headers: this.builtIn, body: renderBusyPage(this.retryAfter, nonce) })
       if (this.page === undefined) return builtIn()

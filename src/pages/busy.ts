@@ -75,6 +75,6 @@ export function renderBusyPage(retryAfter: number, nonce?: string): string {
 }
 
 /** The JSON body for clients that prefer JSON. */
-export function busyJson(retryAfter: number): string {
-  return `{"status":"busy","retryAfter":${retryAfter}}`
+export function busyJson(retryAfter: number, reason?: 'client-share'): string {
+  return reason === undefined ? `{"status":"busy","retryAfter":${retryAfter}}` : `{"status":"busy","reason":"${reason}","retryAfter":${retryAfter}}`
 }

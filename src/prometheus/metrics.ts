@@ -18,7 +18,7 @@ import diagnostics from 'node:diagnostics_channel'
 import type { Registry } from 'prom-client'
 import { loadPeer } from '../base/peer.js'
 import { optionError } from '../base/errors.js'
-import type { BreakerEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
+import type { BreakerEvent, ChallengeEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
 import { describe, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/gate.js'
@@ -33,6 +33,9 @@ const METRIC_NAMES = [
   'breaker_transitions_total',
   'store_failovers_total',
   'command_releases_total',
+  'challenges_total',
+  'challenge_solve_seconds',
+  'challenge_difficulty',
   'slots_held',
   'limit',
   'queue_length',
@@ -139,6 +142,26 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     registers,
   })
 
+  const challenges = new client.Counter({
+    name: `${prefix}challenges_total`,
+    help: "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.",
+    labelNames: ['gate', 'outcome'] as const,
+    registers,
+  })
+  const solveSeconds = new client.Histogram({
+    name: `${prefix}challenge_solve_seconds`,
+    help: "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
+    labelNames: ['gate'] as const,
+    buckets: [0.25, 0.5, 1, 2, 3, 5, 10, 20, 60],
+    registers,
+  })
+  const difficulty = new client.Gauge({
+    name: `${prefix}challenge_difficulty`,
+    help: 'Leading zero bits of the last challenge issued (it rises with new places a second and the length of the line).',
+    labelNames: ['gate'] as const,
+    registers,
+  })
+
   // Gauges, read at scrape time from the open gates of this process (one store call per gate, cached).
   const cache = new Map<string, { at: number; status: Promise<GateStatus | null> }>()
   const statusOf = (gate: ReturnType<typeof openGates>[number]): Promise<GateStatus | null> => {
@@ -233,7 +256,14 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   const onRelease = (m: unknown): void => {
     commandReleases.labels((m as ReleaseEvent).gate).inc()
   }
+  const onChallenge = (m: unknown): void => {
+    const e = m as ChallengeEvent
+    challenges.labels(e.gate, e.outcome).inc()
+    if (e.outcome === 'issued') difficulty.labels(e.gate).set(e.difficulty)
+    if (e.outcome === 'solved') solveSeconds.labels(e.gate).observe(e.ms / 1000)
+  }
   const subscriptions: [string, (m: unknown) => void][] = [
+    ['airlock:challenge', onChallenge],
     ['airlock:release', onRelease],
     ['airlock:failover', onFailover],
     ['airlock:control', onControl],

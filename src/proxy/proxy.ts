@@ -74,6 +74,20 @@ const PROXY_KEYS = ['target', 'gated', 'trustProxy', 'dashboard', 'metricsPath',
 export const badGatewayPage = (): string => originErrorPage(502)
 
 /** Who may set the forwarding headers. */
+/** The client behind trusted hops: the nearest `X-Forwarded-For` address not trusted (else the farthest). */
+function clientOf(req: IncomingMessage, trusts: (address: string) => boolean): string {
+  const header = req.headers['x-forwarded-for']
+  const list = (Array.isArray(header) ? header.join(',') : header ?? '').split(',')
+  let address = req.socket.remoteAddress ?? ''
+  for (let i = list.length - 1; i >= 0; i--) {
+    const hop = list[i]!.trim()
+    if (hop === '') continue
+    address = hop
+    if (!trusts(hop)) break
+  }
+  return address
+}
+
 function trustOf(option: unknown): (address: string) => boolean {
   if (option === false || option === undefined) return () => false
   if (option === true) return () => true
@@ -140,7 +154,11 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     return { hop: { remote, proto: protoOf(req, trusted), host: req.headers.host ?? '' }, rules: trusted ? trustedRules : rules }
   }
   /** What the gate is told of a request (HTTPS as the client used it, so the pass cookie is `Secure` behind a TLS proxy). */
-  const viewOf = (req: IncomingMessage) => ({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: protoOf(req, trusts(req.socket.remoteAddress ?? '')) === 'https', request: req })
+  const viewOf = (req: IncomingMessage) => {
+    const remote = req.socket.remoteAddress ?? ''
+    const trusted = trusts(remote)
+    return { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: protoOf(req, trusted) === 'https', ip: trusted ? clientOf(req, trusts) : remote, request: req }
+  }
 
   /** The access line, once the response is over. */
   const accessLog = (req: IncomingMessage, res: ServerResponse, t0: number, remote: string | undefined, decision: string, outcome: Outcome | UpgradeOutcome | undefined): void => {

@@ -2,6 +2,8 @@
  * The memory store's state of one semaphore name: its slots, its line and reservations, recent
  * admissions and releases. The same decisions as the Redis store's Lua, in plain data structures.
  */
+import { ClientShares } from './memory-shares.js'
+
 /** How long admissions are remembered for the ETA (ms). Same as the Redis store. */
 export const ADMISSION_WINDOW_MS = 60_000
 /** How many recent releases `leaseState` can tell apart from expiries. Same as the Redis store. */
@@ -48,9 +50,12 @@ export class Slots {
   seq = 0
   readonly admissions: number[] = []
   readonly released = new Map<string, number>()
+  /** Per-client shares (`AcquireRequest.client`). */
+  readonly shares = new ClientShares()
 
   get empty(): boolean {
     return (
+      this.shares.empty &&
       this.holders.size === 0 &&
       this.waiters.size === 0 &&
       this.released.size === 0 &&

@@ -1,6 +1,7 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { describe, optionsObject } from '../base/validate.js'
 import { Slots, type Waiter } from './memory-slots.js'
+import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
@@ -84,9 +85,18 @@ export class MemoryStore implements Store {
       let mine = s.waiters.get(req.token)
       // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
       if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
+      // A token new to the semaphore counts against its client's share.
+      const share = req.client !== undefined && !mine && mayAdmit ? req.client : undefined
+      if (share !== undefined) {
+        const standing = (token: string): Standing => (s.holders.has(token) ? 'slot' : s.waiters.has(token) ? 'place' : 'none')
+        s.shares.sweep(now, standing)
+        if (!s.shares.allows(share, now, standing)) return { status: 'client-share', now }
+      }
+      const keep = Math.max(req.ttl, q?.idleTimeout ?? 0)
       if (s.line.length === 0) {
         if (admits && s.used + req.weight <= cap) {
           if (mine) s.removeWaiter(mine.id)
+          if (share !== undefined) s.shares.take(share, req.token, now, keep)
           return this.admit(s, name, req, now, false)
         }
       } else {
@@ -114,6 +124,7 @@ export class MemoryStore implements Store {
       }
       s.order = q.order
       s.addWaiter(waiter)
+      if (share !== undefined) s.shares.take(share, req.token, now, keep)
       return this.settleFor(s, name, req, now, mayAdmit, cap) ?? this.queued(s, waiter, now)
     } finally {
       this.tidy(name, s)
@@ -184,6 +195,7 @@ export class MemoryStore implements Store {
       return { ok: false }
     }
     h.expiresAt = now + ttl
+    s.shares.drop(token)
     return { ok: true, expiresAt: h.expiresAt, fence: h.fence }
   }
 

@@ -150,7 +150,7 @@ export class RedisStore implements Store {
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
     const changes = this.#server.changes
     let result: AcquireResult | null = null
-    if (!req.queue && !req.admissionRate) {
+    if (!req.queue && !req.admissionRate && !req.client) {
       // null: the line is not empty; the single-decision script handles the line.
       result = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
     }
@@ -196,6 +196,10 @@ export class RedisStore implements Store {
         rate: req.admissionRate ?? 0,
         hold: q?.hold === true,
         shuffle: q?.shuffle ?? 0,
+        client: req.client?.key ?? '',
+        sharePlaces: req.client?.places ?? 0,
+        shareSlots: req.client?.slots ?? 0,
+        sharePerMinute: req.client?.perMinute ?? 0,
       },
       [],
       // A slot or a new place in line that nobody will use.
@@ -221,6 +225,8 @@ export class RedisStore implements Store {
         return { status: 'full', waiting: r.waiting, now: r.now }
       case 'absent':
         return { status: 'absent', now: r.now }
+      case 'share':
+        return { status: 'client-share', now: r.now }
       default:
         throw new Error(`acquire script answered ${r.status}`)
     }

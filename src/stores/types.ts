@@ -26,7 +26,10 @@ export interface Store {
    */
   acquire(name: string, request: AcquireRequest): Promise<AcquireResult>
 
-  /** Extend a live slot owned by `token` to `now + ttl`. Never re-creates an expired slot. */
+  /**
+   * Extend a live slot owned by `token` to `now + ttl`. Never re-creates an expired slot. The slot
+   * then no longer counts against its client's share (see {@link ClientShare}).
+   */
   refresh(name: string, token: string, ttl: number): Promise<RefreshResult>
 
   /** Free the live slot owned by `token`. `false` when it was expired, released or never existed. */
@@ -258,6 +261,29 @@ export interface AcquireRequest {
    * Stores whose calls cannot outlive their answer (the memory store) ignore it.
    */
   fresh?: boolean
+  /**
+   * The caller's client and its share (see {@link ClientShare}): a token new to `name` (holding no
+   * slot, not in line) is refused with `client-share` when its client is over its share. Stores
+   * that predate it ignore it (the gate then enforces no share).
+   */
+  client?: ClientShare
+}
+
+/**
+ * One client's share of a semaphore, sent with each acquire of a token new to it. What a client
+ * holds is counted from the tokens granted under its key: a slot until it is refreshed (the
+ * holder came back: the gate confirms a pass with a refresh), released or lapsed; a place in line
+ * until it is admitted (then it is an unconfirmed slot), left or lapsed.
+ */
+export interface ClientShare {
+  /** The client (an address block, a user id), 1 to 200 characters of `[A-Za-z0-9._:~/-]`. */
+  key: string
+  /** At most this many unconfirmed slots and places in line at once. */
+  places: number
+  /** At most this many unconfirmed slots at once. */
+  slots: number
+  /** At most this many new slots and places a minute: a burst of that many, then evenly spaced (a GCRA). 0: no cap. */
+  perMinute: number
 }
 
 export type AcquireResult =
@@ -297,6 +323,11 @@ export type AcquireResult =
       /** The line is at `maxLength`. */
       status: 'full'
       waiting: number
+      now: number
+    }
+  | {
+      /** The request's client is over its share ({@link AcquireRequest.client}); nothing was taken. */
+      status: 'client-share'
       now: number
     }
   | {

@@ -22,6 +22,7 @@ import { randomBytes } from 'node:crypto'
 import type { AcquireRequest, QueueRequest, Store } from '../stores/types.js'
 import { controlCases } from './control.js'
 import { lineCases } from './line.js'
+import { shareCases } from './share.js'
 import { slotCases } from './slots.js'
 
 /** The matchers the suite uses: vitest's and jest's `expect` fit. */
@@ -94,5 +95,6 @@ export function storeContract(api: TestApi, label: string, make: () => Promise<C
     slotCases(api, ctx)
     api.describe('the line', () => lineCases(api, ctx))
     api.describe('live control', () => controlCases(api, ctx))
+    api.describe('client shares', () => shareCases(api, ctx))
   })
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import { airlockShield } from '../../src/fastify.js'
+import { hit, nextAddress } from '../http/harness.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { chromiumAvailable } from '../helpers/browser.js'
 import { useChromium } from '../helpers/use-chromium.js'
@@ -49,7 +50,8 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
     crowd() {
       crowding = true
       crowd = (async () => {
-        while (crowding) await Promise.all([fetch(`${url}/`).catch(() => undefined), sleep(200)])
+        // Newcomers from many places: each request its own address (the client share counts by address).
+        while (crowding) await Promise.all([hit(`${url}/`, { from: nextAddress() }).catch(() => undefined), sleep(200)])
       })()
     },
     async close() {

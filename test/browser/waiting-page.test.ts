@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { BrowserContext } from 'playwright-core'
 import { airlockShield } from '../../src/fastify.js'
+import { hit, nextAddress } from '../http/harness.js'
 import type { GateQueueOptions } from '../../src/gate/line.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { chromiumAvailable } from '../helpers/browser.js'
@@ -34,13 +35,13 @@ async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/` }
 }
 
-/** A cookie-keeping fetch client (for the visitors around the browser). */
+/** A cookie-keeping fetch client (for the visitors around the browser), another person: its own address. */
 function visitor(url: string) {
   let cookie = ''
+  const from = nextAddress()
   return async (path = '', method = 'GET'): Promise<number> => {
-    const r = await fetch(url + path, { method, headers: { accept: 'application/json', cookie } })
-    for (const c of r.headers.getSetCookie()) cookie = [cookie, c.split(';')[0]].filter(Boolean).join('; ')
-    await r.text()
+    const r = await hit(url + path, { method, headers: { accept: 'application/json', cookie }, from })
+    for (const c of r.cookies) cookie = [cookie, c.split(';')[0]].filter(Boolean).join('; ')
     return r.status
   }
 }

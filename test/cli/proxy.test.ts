@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { airlock } from './harness.js'
+import { hit, nextAddress } from '../http/harness.js'
 
 let origin: Server
 let target: string
@@ -76,12 +77,14 @@ describe.runIf(redisAvailable || process.env.CI)('airlock proxy --workers', () =
     expect(spawnSync('pgrep', ['-P', String(run.proc.pid)]).stdout.toString().trim().split('\n')).toHaveLength(2)
     // Two visitors in (their passes good at either worker), a third turned away.
     const passes: string[] = []
+    // Each visitor from its own address (the client share counts by address).
     for (let i = 0; i < 2; i++) {
-      const r = await fetch(`${base}/`, { headers: { connection: 'close' } })
+      const r = await hit(`${base}/`, { from: nextAddress() })
       expect(r.status).toBe(200)
-      passes.push(r.headers.getSetCookie()[0]!.split(';')[0]!)
+      passes.push(r.cookies[0]!.split(';')[0]!)
     }
-    expect((await fetch(`${base}/`, { headers: { accept: 'application/json', connection: 'close' } })).status).toBe(503)
+    const third = await hit(`${base}/`, { headers: { accept: 'application/json' }, from: nextAddress() })
+    expect([third.status, third.body]).toEqual([503, '{"status":"busy","retryAfter":5}'])
     // Fresh connections land on either worker: every one lets both pass holders through.
     for (let i = 0; i < 8; i++) expect((await fetch(`${base}/`, { headers: { cookie: passes[i % 2]!, connection: 'close' } })).status).toBe(200)
     run.proc.kill('SIGTERM')

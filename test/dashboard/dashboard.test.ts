@@ -10,6 +10,7 @@ import { isAirlockError } from '../../src/base/errors.js'
 import { memoryStore, type MemoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
 import { sleep, until } from '../helpers/wait.js'
+import { hit, nextAddress } from '../http/harness.js'
 
 const TOKEN = 'a-dashboard-token-for-tests'
 const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long'
@@ -113,7 +114,7 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
   it('streams samples (held, limit, instances) and applies controls posted from the page; the gate follows', async () => {
     const { base } = await MOUNTS[name]!()
     const auth = { authorization: `Bearer ${TOKEN}` }
-    expect((await fetch(`${base.replace('/airlock', '')}/`)).status).toBe(200) // one visitor inside
+    expect((await hit(`${base.replace('/airlock', '')}/`, { from: nextAddress() })).status).toBe(200) // one visitor inside
     await sleep(1_200) // the gate reports once a second
     const events = await readEvents(`${base}/events`, auth, 2)
     expect(events[0]!.event).toBe('init')
@@ -128,7 +129,7 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     const ok = await post({ name: 'shop', patch: { limit: 3 } })
     expect(ok.status).toBe(200)
     expect(await ok.json()).toMatchObject({ limit: 3, updatedBy: 'dashboard', version: 1 })
-    await until(async () => (await fetch(`${base.replace('/airlock', '')}/`)).status === 200, 3_000)
+    await until(async () => (await hit(`${base.replace('/airlock', '')}/`, { from: nextAddress() })).status === 200, 3_000)
   })
 })
 

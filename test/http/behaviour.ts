@@ -15,7 +15,7 @@ import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, nextAddress, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 
 async function held(store: Store, name = 'default'): Promise<number> {
@@ -265,7 +265,7 @@ export function behaviour(adapter: AdapterName): void {
       await Promise.all(
         Array.from({ length: 25 }, async () => {
           while (queue.pop() !== undefined) {
-            const r = await hit(`${app.url}/`)
+            const r = await hit(`${app.url}/`, { from: nextAddress() }) // 1,000 clients, each its own address
             if (r.status === 200) admitted++
             else if (r.status === 503) busy++
           }
@@ -304,7 +304,7 @@ export function behaviour(adapter: AdapterName): void {
     let app: TestApp
     const setupFull = async (gate: AppSetup['gate'] = {}): Promise<TestApp> => {
       const a = await start({ gate: { limit: 1, store: memoryStore(), secret: SECRET, logger: quiet(), ...gate } })
-      expect((await hit(`${a.url}/`)).status).toBe(200) // the one slot is taken
+      expect((await hit(`${a.url}/`, { from: nextAddress() })).status).toBe(200) // the one slot is taken, by another client
       return a
     }
 

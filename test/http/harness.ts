@@ -4,6 +4,7 @@
  */
 import { connect, type AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
+import { Agent, fetch as undiciFetch } from 'undici'
 import Fastify from 'fastify'
 import { afterEach } from 'vitest'
 import express5 from 'express'
@@ -245,26 +246,47 @@ export interface Answer {
   ms: number
 }
 
-/** One request over a fresh connection (no pooling between tests). */
+let addresses = 0
+/**
+ * A loopback address of its own (127.0.x.y, x and y from 2), for a client that stands for one
+ * person: the gate's client share counts by address, as it would on the internet.
+ */
+export function nextAddress(): string {
+  const n = addresses++ % (250 * 250)
+  return `127.0.${2 + Math.floor(n / 250)}.${2 + (n % 250)}`
+}
+
+const agents = new Map<string, Agent>()
+function agentFrom(address: string): Agent {
+  let agent = agents.get(address)
+  if (agent === undefined) agents.set(address, (agent = new Agent({ localAddress: address })))
+  return agent
+}
+
+/** One request over a fresh connection (no pooling between tests), from 127.0.0.1 or the loopback address `from`. */
 export async function hit(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; timeout?: number } = {},
+  options: { method?: string; headers?: Record<string, string>; timeout?: number; from?: string } = {},
 ): Promise<Answer> {
   const t0 = performance.now()
-  const res = await fetch(url, {
+  const init = {
     method: options.method ?? 'GET',
     headers: { connection: 'close', ...options.headers },
     signal: AbortSignal.timeout(options.timeout ?? 15_000),
-  })
+  }
+  const res = options.from === undefined ? await fetch(url, init) : ((await undiciFetch(url, { ...init, dispatcher: agentFrom(options.from) })) as unknown as Response)
   const body = await res.text()
   return { status: res.status, headers: res.headers, body, cookies: res.headers.getSetCookie(), ms: performance.now() - t0 }
 }
 
-/** A browser-like client: keeps cookies (by name), honours Max-Age=0. */
+/** A browser-like client: keeps cookies (by name), honours Max-Age=0; one person, so an address of its own (see {@link nextAddress}). */
 export class Browser {
   readonly jar = new Map<string, string>()
 
-  constructor(readonly base: string) {}
+  constructor(
+    readonly base: string,
+    readonly address = nextAddress(),
+  ) {}
 
   cookieHeader(): string {
     return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ')
@@ -273,7 +295,7 @@ export class Browser {
   async get(path: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
     const headers: Record<string, string> = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...options.headers }
     if (this.jar.size > 0) headers.cookie = this.cookieHeader()
-    const answer = await hit(this.base + path, { method: options.method, headers })
+    const answer = await hit(this.base + path, { method: options.method, headers, from: this.address })
     for (const c of answer.cookies) {
       const [pair] = c.split(';')
       const eq = pair!.indexOf('=')

@@ -11,7 +11,7 @@ import { createSigner } from '../../src/base/signing.js'
 import { encodePass, PASS_CONTEXT } from '../../src/gate/pass.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep } from '../helpers/wait.js'
-import { Browser, hit, SECRET, useApps, type AdapterName, type AppSetup } from './harness.js'
+import { Browser, hit, nextAddress, SECRET, useApps, type AdapterName, type AppSetup } from './harness.js'
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8'
 const PROVISIONAL = 400
@@ -52,10 +52,11 @@ export function readerBehaviour(adapter: AdapterName): void {
     it('cookie-less requests to ungated paths take no slot; cookie-less gated ones free theirs after provisionalTtl', async () => {
       const store = memoryStore()
       const app = await start({ gate: gate(store, { limit: 500 }) })
-      await Promise.all(Array.from({ length: 100 }, (_, i) => hit(`${app.url}${i % 2 ? '/health' : '/missing?x=1'}`)))
+      // Each its own client (an address of its own), as cookie-less visitors from many places.
+      await Promise.all(Array.from({ length: 100 }, (_, i) => hit(`${app.url}${i % 2 ? '/health' : '/missing?x=1'}`, { from: nextAddress() })))
       // Express gates its 404s (it cannot tell them from routes): those hold provisional slots.
       expect(await held(store)).toBe(adapter === 'fastify' ? 0 : 50)
-      await Promise.all(Array.from({ length: 200 }, () => hit(`${app.url}/`)))
+      await Promise.all(Array.from({ length: 200 }, () => hit(`${app.url}/`, { from: nextAddress() })))
       expect(await held(store)).toBeGreaterThan(0)
       await sleep(PROVISIONAL + 300)
       expect(await held(store)).toBe(0)

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, hit, SECRET, startApp, type TestApp } from './harness.js'
+import { Browser, hit, nextAddress, SECRET, startApp, type TestApp } from './harness.js'
 
 requireRedis()
 
@@ -67,7 +67,8 @@ async function stall(redis: PrivateRedis, kind: Stall, load: () => { stop(): Pro
 function traffic(url: string, concurrency: number) {
   let running = true
   const loops = Array.from({ length: concurrency }, async () => {
-    while (running) await hit(url, { timeout: 20_000 }).catch(() => undefined)
+    const from = nextAddress() // each loop one client
+    while (running) await hit(url, { timeout: 20_000, from }).catch(() => undefined)
   })
   return {
     async stop() {
@@ -142,7 +143,7 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       expect(after).toBe(live)
       expect(elapsed).toBeLessThanOrEqual(1_000)
       // The rest of the room is free for newcomers.
-      const newcomers = await Promise.all(Array.from({ length: LIMIT - live }, () => hit(`${site.url}/kind`)))
+      const newcomers = await Promise.all(Array.from({ length: LIMIT - live }, () => hit(`${site.url}/kind`, { from: nextAddress() })))
       expect(newcomers.map((a) => a.body)).toEqual(Array(LIMIT - live).fill('admit'))
     }, 60_000)
   }

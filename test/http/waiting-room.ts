@@ -14,7 +14,7 @@ import { waitingPageHashes } from '../../src/pages/waiting.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, SECRET, startApp, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, nextAddress, SECRET, startApp, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 const JSON_ACCEPT = { accept: 'application/json' }
 
@@ -195,7 +195,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app, holder } = await full({ queue: { pollInterval: 200, confirmTimeout: 1_500 } })
       const t0 = Date.now()
       for (let i = 0; i < 20; i++) {
-        const batch = await Promise.all(Array.from({ length: 10 }, () => hit(`${app.url}/`, { headers: JSON_ACCEPT })))
+        const batch = await Promise.all(Array.from({ length: 10 }, () => hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })))
         expect(batch.map((r) => r.status)).toEqual(new Array(10).fill(202)) // each takes a new place, and never comes back
       }
       const browser = new Browser(app.url)

@@ -52,6 +52,8 @@ export const REPLIES = {
   absent: { code: 4, fields: ['now'] },
   /** A batched plain acquire found people in line: ask again with the single-decision script. */
   line: { code: 5, fields: [] },
+  /** The caller's client is over its share. */
+  share: { code: 6, fields: ['now'] },
 } as const
 
 export type ReplyStatus = keyof typeof REPLIES

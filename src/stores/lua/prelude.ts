@@ -29,6 +29,10 @@
  * 16 `:e`  hash, the server that granted the last slot: `id` its replication id (`master_replid`),
  *          `q` the time until which no slot is granted after it changed (see server_changed). Kept
  *          as long as the fencing counter.
+ * 17 `:cs` hash, per-client shares: client key -> "tat|token|token|..." (the GCRA time of its new
+ *          slots and places, then the tokens granted under it that may still hold something)
+ * 18 `:ct` hash, token -> its client key (while the token is in that client's record)
+ * 19 `:cx` sorted set, client key -> when its record is looked at again (the sweep)
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
  * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
@@ -41,7 +45,7 @@
 import { luaLeaseCodes, luaReplies } from './boundary.js'
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e'] as const
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e', 'cs', 'ct', 'cx'] as const
 
 /** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
 export const PRE_QUEUE_BASE = 2 ** 52
@@ -52,6 +56,8 @@ export const RELEASED_MEMORY = 1000
 export const RELEASED_KEEP_MS = 3_600_000
 /** Extra life given to keys past the farthest expiry they hold. */
 export const KEY_SLACK_MS = 60_000
+/** A client's record lives at least this long after its last grant (the rate's minute). */
+export const SHARE_KEEP_MS = 60_000
 /** Lapsed places removed per variadic call (well under Lua's unpack limit). */
 const SWEEP_CHUNK = 1000
 
@@ -59,6 +65,7 @@ export const PRELUDE = `
 local H, M, F, Q, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local QM, R, N, A, X = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local IS, IC, RT, CTL, AD, E = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local CS, CT, CX = KEYS[17], KEYS[18], KEYS[19]
 ${luaReplies()}
 ${luaLeaseCodes()}
 
@@ -358,6 +365,84 @@ local function live_reports(now)
     out[#out + 1] = redis.call('HGET', IC, live[i]) or ''
   end
   return out
+end
+
+-- A client's record: its rate's theoretical arrival time and the tokens that still hold something
+-- (a live slot not yet refreshed, or a place in line) but except; the others are dropped from :ct
+-- here (the record itself is rewritten by share_store). Returns tat, the live tokens, how many are slots.
+local function share_load(now, client, except)
+  local rec = redis.call('HGET', CS, client)
+  local tat, live, slots = 0, {}, 0
+  if not rec then return tat, live, slots end
+  local first = true
+  for part in string.gmatch(rec, '[^|]+') do
+    if first then
+      tat = tonumber(part)
+      first = false
+    elseif part ~= except then
+      local exp = redis.call('ZSCORE', H, part)
+      if exp and tonumber(exp) > now then
+        live[#live + 1] = part
+        slots = slots + 1
+      elseif redis.call('ZSCORE', Q, part) then
+        live[#live + 1] = part
+      else
+        redis.call('HDEL', CT, part)
+      end
+    end
+  end
+  return tat, live, slots
+end
+
+-- Writes a client's record (or removes it once it holds nothing and owes the rate nothing).
+local function share_store(now, client, tat, live, keep)
+  if #live == 0 and tat <= now then
+    redis.call('HDEL', CS, client)
+    redis.call('ZREM', CX, client)
+    return
+  end
+  redis.call('HSET', CS, client, string.format('%.3f', tat) .. '|' .. table.concat(live, '|'))
+  redis.call('ZADD', CX, math.max(tat, now + keep), client)
+  for _, key in ipairs({CS, CT, CX}) do redis.call('PEXPIRE', key, keep + ${SHARE_KEEP_MS + KEY_SLACK_MS}) end
+end
+
+-- True when client may take one more slot or place: under its places, its slots and its rate.
+local function share_allows(now, client, places, slots, per_minute)
+  local tat, live, held = share_load(now, client)
+  if per_minute > 0 and tat - now > (60000 / per_minute) * (per_minute - 1) then return false end
+  return #live < places and held < slots
+end
+
+-- Counts token, just granted a slot or a place, against client.
+local function share_take(now, client, token, per_minute, keep)
+  local tat, live = share_load(now, client, token)
+  if per_minute > 0 then tat = math.max(tat, now) + 60000 / per_minute end
+  live[#live + 1] = token
+  redis.call('HSET', CT, token, client)
+  share_store(now, client, tat, live, keep)
+end
+
+-- token no longer counts against its client (its slot was refreshed: the holder came back).
+local function share_drop(now, token)
+  local client = redis.call('HGET', CT, token)
+  if not client then return end
+  redis.call('HDEL', CT, token)
+  local tat, live = share_load(now, client, token)
+  if #live == 0 and tat <= now then
+    redis.call('HDEL', CS, client)
+    redis.call('ZREM', CX, client)
+  else
+    redis.call('HSET', CS, client, string.format('%.3f', tat) .. '|' .. table.concat(live, '|'))
+  end
+end
+
+-- Looks again at a few records past their time: forgets those that hold nothing, keeps the others.
+local function share_sweep(now, keep)
+  local due = redis.call('ZRANGEBYSCORE', CX, '-inf', now, 'LIMIT', 0, 8)
+  for i = 1, #due do
+    local tat, live = share_load(now, due[i])
+    share_store(now, due[i], tat, live, keep)
+  end
 end
 
 -- Frees token's live slot and remembers the release: 1, or 0 when it held none (an expired slot is

@@ -29,7 +29,10 @@ function script<A extends ArgSpec>(name: string, args: A, body: string): Script<
  * RT). `hold`: the line is held (nobody admitted; room reserved before the hold may still be
  * claimed; places are kept and taken). `shuffle` > 0: a new place's score is shuffle - 2^52, ahead
  * of every arrival-numbered place, in random order among such places (a scheduled opening's
- * pre-queue). Replies: acquired | busy | queued | full | absent.
+ * pre-queue). `client` (non-empty): a token new to the semaphore is refused (`share`) when that
+ * client holds `sharePlaces` unconfirmed slots and places, or `shareSlots` slots, or took
+ * `sharePerMinute` in the last minute (a GCRA; 0: no rate). Replies: acquired | busy | queued |
+ * full | absent | share.
  */
 export const ACQUIRE = script(
   'acquire',
@@ -50,6 +53,10 @@ export const ACQUIRE = script(
     rate: 'n',
     hold: 'b',
     shuffle: 'n',
+    client: 's',
+    sharePlaces: 'n',
+    shareSlots: 'n',
+    sharePerMinute: 'n',
   } as const,
   `
 local now = now_ms()
@@ -65,6 +72,18 @@ local changed = server_changed(now, ttl)
 if changed and not queued and not redis.call('ZSCORE', H, token) then return reply_busy(now, next_expiry()) end
 local admits = mayAdmit and not hold and not changed
 
+-- A token new to the semaphore counts against its client's share (client ''; no share): checked
+-- once, and counted by the grant that follows (shared).
+local keep = math.max(ttl, idle)
+local shared = false
+local function share_ok()
+  if client == '' then return true end
+  share_sweep(now, keep)
+  if not share_allows(now, client, sharePlaces, shareSlots, sharePerMinute) then return false end
+  shared = true
+  return true
+end
+
 -- A new slot for token (added to :h, expiring at exp, unless the caller did). fromLine: admitted
 -- from the line; only those admissions are recorded for the ETA: they measure how fast the line
 -- moves (direct admissions while nobody waits measure arrivals).
@@ -78,6 +97,7 @@ local function admitted(fromLine, exp)
   redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
   ensure_ttl(now, exp, far)
   if rate > 0 then rate_take(now, rate) end
+  if shared then share_take(now, client, token, sharePerMinute, keep) end
   if fromLine then
     redis.call('ZADD', A, now, token)
     redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
@@ -89,7 +109,13 @@ end
 -- Fast path: nobody in line and room free.
 if length == 0 and admits and u + weight <= cap then
   local exp = now + ttl
-  if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(false, exp) end
+  if client == '' then
+    if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(false, exp) end
+  elseif not redis.call('ZSCORE', H, token) then
+    if not share_ok() then return reply_share(now) end
+    redis.call('ZADD', H, exp, token)
+    return admitted(false, exp)
+  end
 end
 
 local held = redis.call('ZSCORE', H, token)
@@ -103,6 +129,10 @@ purge_waiters(now)
 -- A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
 local mine = queued and redis.call('ZSCORE', Q, token) ~= false
 if mine then redis.call('ZADD', S, now + idle, token) end
+if client ~= '' and not mine and mayAdmit and not share_ok() then
+  expire_line(now)
+  return reply_share(now)
+end
 
 -- Settles the line; admits the caller when room is reserved for it. Wakes the others reserved now.
 local function settle_and_claim()
@@ -151,6 +181,10 @@ if not result then
       -- A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
       redis.call('ZADD', S, now + (confirm > 0 and confirm or idle), token)
       redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
+      if shared then
+        share_take(now, client, token, sharePerMinute, keep)
+        shared = false
+      end
       result = settle_and_claim() or in_line()
     end
   end
@@ -210,7 +244,7 @@ return out
 `,
 )
 
-/** Extends a live slot owned by token to now + ttl. Returns {expiresAt, fence}, or {} when gone. */
+/** Extends a live slot owned by token to now + ttl (it no longer counts against its client's share). Returns {expiresAt, fence}, or {} when gone. */
 export const REFRESH = script(
   'refresh',
   { token: 's', ttl: 'n' } as const,
@@ -221,6 +255,7 @@ if not exp or tonumber(exp) <= now then return {} end
 redis.call('ZADD', H, 'XX', now + ttl, token)
 local v = redis.call('HMGET', M, token, '#far')
 ensure_ttl(now, now + ttl, tonumber(v[2] or '0'))
+share_drop(now, token)
 local _, fence = parse_meta(v[1])
 return {now + ttl, fence}
 `,

@@ -1,0 +1,86 @@
+/**
+ * Each client's share of a gate (`clientShare`, `clientKey`): who the client is (its address block,
+ * or a key the application gives), and how much of the gate it may hold. The counting itself is the
+ * store's (`AcquireRequest.client`), so the share holds across every instance.
+ */
+import { createHash } from 'node:crypto'
+import { isIPv4, isIPv6 } from 'node:net'
+import { optionError } from '../base/errors.js'
+import { describe, knownKeys, positiveInteger } from '../base/validate.js'
+import type { ClientShare } from '../stores/types.js'
+
+/** The `clientShare` option. */
+export interface ClientShareOptions {
+  /**
+   * At most this many places in line and unconfirmed slots at once, per client. Default 20: a
+   * household or an office behind one address queues together; raise it where many people share
+   * an address (a campus, a carrier NAT), or give `clientKey` a user id.
+   */
+  places?: number
+  /**
+   * At most this many unconfirmed slots at once (a slot stops counting once its pass is confirmed:
+   * the browser came back with the cookie). Default: a quarter of the limit in force, at least 1.
+   */
+  slots?: number
+  /** At most this many new slots and places a minute, per client (a burst of that many, then evenly spaced). Default 60. */
+  perMinute?: number
+}
+
+/** A gate's share settings, resolved. */
+export interface ShareSettings {
+  places: number
+  /** `undefined`: a quarter of the live limit. */
+  slots: number | undefined
+  perMinute: number
+}
+
+export const SHARE_DEFAULTS = { places: 20, perMinute: 60 } as const
+
+/** Checks `clientShare`: `false` turns the share off (`undefined`), `true` or absent gives the defaults. */
+export function shareSettings(option: unknown): ShareSettings | undefined {
+  if (option === false) return undefined
+  if (option === undefined || option === true) return { ...SHARE_DEFAULTS, slots: undefined }
+  if (option === null || typeof option !== 'object' || Array.isArray(option)) {
+    optionError(`clientShare must be false (no share), true or an object such as { places: 20, perMinute: 60 }, got ${describe(option)}`)
+  }
+  const o = option as ClientShareOptions
+  knownKeys('clientShare', o, ['places', 'slots', 'perMinute'])
+  return {
+    places: positiveInteger('clientShare.places', o.places ?? SHARE_DEFAULTS.places),
+    slots: o.slots === undefined ? undefined : positiveInteger('clientShare.slots', o.slots),
+    perMinute: o.perMinute === 0 ? 0 : positiveInteger('clientShare.perMinute', o.perMinute ?? SHARE_DEFAULTS.perMinute),
+  }
+}
+
+/** The store's share request for `key` under `limit` in force. */
+export function shareFor(s: ShareSettings, key: string, limit: number): ClientShare {
+  return { key, places: s.places, slots: s.slots ?? Math.max(1, Math.ceil(limit / 4)), perMinute: s.perMinute }
+}
+
+const PLAIN_KEY = /^[A-Za-z0-9._:~/-]{1,100}$/
+
+/**
+ * The share key of a client: `clientKey`'s answer (`k:` and the value, hashed when long or
+ * unusual), else its address block (`ip:` and an IPv4 address, or an IPv6 /64). `undefined` when
+ * neither is known (no share then: nothing to count against).
+ */
+export function clientShareKey(given: unknown, ip: string | undefined): string | undefined {
+  if (given !== undefined && given !== null && given !== '') {
+    const text = String(given)
+    return PLAIN_KEY.test(text) ? `k:${text}` : `k#${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`
+  }
+  return ip === undefined ? undefined : addressBlock(ip)
+}
+
+/** `ip:1.2.3.4` for IPv4 (and IPv4-mapped IPv6), `ip:2001:db8:0:1::/64` for IPv6; `undefined` when not an address. */
+export function addressBlock(ip: string): string | undefined {
+  const plain = ip.startsWith('::ffff:') && isIPv4(ip.slice(7)) ? ip.slice(7) : ip
+  if (isIPv4(plain)) return `ip:${plain}`
+  const bare = plain.split('%')[0] ?? ''
+  if (!isIPv6(bare)) return undefined
+  const [head = '', tail] = bare.split('::')
+  const left = head === '' ? [] : head.split(':')
+  const right = tail === undefined || tail === '' ? [] : tail.split(':')
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+  return `ip:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
+}
