@@ -241,7 +241,7 @@ export class Gate<Req = unknown> {
     return this.decideSession(view, value !== undefined)
   }
 
-  /** A request this gate sees but does not gate: never refused, but a pass it carries is confirmed or slid when due (see `Passes.confirm`). */
+  /** A request seen but not gated: never refused; a pass it carries is confirmed or slid when due (`Passes.confirm`). */
   confirm(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
     return this.mode === 'request' ? BYPASS : this.#passes.confirm(view.headers.cookie, view.secure, this.storeTimeout)
   }
@@ -459,8 +459,6 @@ export class Gate<Req = unknown> {
     const counted = requestSlot(slot, this.pool, this.#releaseError, measured, this.#share.left)
     return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
   }
-
-  // --- answers, store trouble ---------------------------------------------------------------
 
   private busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
     return this.answers.busy(view, reason)

@@ -17,6 +17,7 @@ import { createProxy, type AirlockProxy, type ProxyOptions } from '../../src/pro
 import { memoryStore } from '../../src/stores/memory.js'
 import { sleep, until } from '../helpers/wait.js'
 import { nodeOrigin, phpOrigin, type Origin } from './origins.js'
+import { nextAddress } from '../http/harness.js'
 
 const SECRET = 'a-proxy-test-secret-at-least-32-bytes'
 const proxies: AirlockProxy[] = []
@@ -30,8 +31,9 @@ async function proxy(options: ProxyOptions): Promise<{ base: string; proxy: Airl
 }
 
 /** Runs curl; resolves its stdout (the body, then the status code on the last line) and stderr. */
-function curl(args: string[]): Promise<{ out: string; err: string; code: number | null }> {
-  const proc = spawn('curl', ['-sS', '-w', '\n%{http_code}', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+/** curl as one visitor: from a loopback address of its own (the client share counts by address). */
+function curl(args: string[], from = nextAddress()): Promise<{ out: string; err: string; code: number | null }> {
+  const proc = spawn('curl', ['-sS', '--interface', from, '-w', '\n%{http_code}', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -114,11 +116,12 @@ describe('headers, both ways', () => {
     const pass = first.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
     // Two requests on one curl connection: the first to /headers (PHP answers it with Connection: close).
     const h = (name: string, value: string): string[] => ['-H', `${name}: ${value}`]
-    const run = await curl(['-v', ...h('cookie', `${pass}; theme=dark`), ...h('x-real-ip', '6.6.6.6'), ...h('forwarded', 'for=6.6.6.6'), ...h('x-secret-hop', 'drop me'), ...h('connection', 'keep-alive, x-secret-hop'), ...h('te', 'trailers'), ...h('proxy-authorization', 'Basic eA=='), `${base}/headers`, `${base}/teapot`])
+    const from = nextAddress()
+    const run = await curl(['-v', ...h('cookie', `${pass}; theme=dark`), ...h('x-real-ip', '6.6.6.6'), ...h('forwarded', 'for=6.6.6.6'), ...h('x-secret-hop', 'drop me'), ...h('connection', 'keep-alive, x-secret-hop'), ...h('te', 'trailers'), ...h('proxy-authorization', 'Basic eA=='), `${base}/headers`, `${base}/teapot`], from)
     const json = run.out.slice(run.out.indexOf('{'), run.out.indexOf('\n'))
     const res = { headers: JSON.parse(json) as Record<string, string>, connection: /< connection: (\S+)/i.exec(run.err)?.[1], reused: /Re-using existing connection/i.test(run.err) }
-    expect(res.headers['x-real-ip']).toBe('127.0.0.1')
-    expect(res.headers.forwarded).toMatch(/^for=127\.0\.0\.1;host="127\.0\.0\.1:\d+";proto=http$/)
+    expect(res.headers['x-real-ip']).toBe(from)
+    expect(res.headers.forwarded).toMatch(new RegExp(`^for=${from.replaceAll('.', '\\.')};host="127\\.0\\.0\\.1:\\d+";proto=http$`))
     expect(res.headers.cookie).toBe('theme=dark')
     for (const h of ['x-secret-hop', 'te', 'proxy-authorization']) expect(res.headers[h]).toBeUndefined()
     // PHP answered `Connection: close`: that was its connection to the proxy, not the client's.
@@ -254,6 +257,20 @@ describe('clients and origins that leave midway', () => {
     expect(res.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).toMatch(/; Secure/)
     const plain = await fetch(`${base}/`)
     expect(plain.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).not.toMatch(/; Secure/)
+  })
+
+  it("the client share counts the client behind trusted hops (the nearest untrusted X-Forwarded-For address), else the connection's", async () => {
+    const get = (base: string, xff: string) => fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then(async (r) => [r.status, await r.text()])
+    const share = '{"status":"busy","reason":"client-share","retryAfter":5}'
+    // Limit 4: one unconfirmed slot per client.
+    const trusted = await proxy({ target: origin.url, limit: 4, trustProxy: ['127.0.0.1', '10.0.0.0/8'] })
+    expect((await get(trusted.base, '203.0.113.1'))[0]).toBe(200)
+    expect((await get(trusted.base, '203.0.113.2, 10.0.0.9'))[0]).toBe(200) // 10.0.0.9: a trusted hop
+    expect(await get(trusted.base, '203.0.113.1')).toEqual([503, share])
+    expect(await get(trusted.base, '6.6.6.6, 203.0.113.2')).toEqual([503, share]) // what the client claimed is not trusted
+    const untrusted = await proxy({ target: origin.url, limit: 4 })
+    expect((await get(untrusted.base, '203.0.113.1'))[0]).toBe(200)
+    expect(await get(untrusted.base, '203.0.113.2')).toEqual([503, share]) // one connection address: one client
   })
 })
 
