@@ -150,7 +150,7 @@ export class RedisStore implements Store {
   async acquire(name: string, req: AcquireRequest): Promise<AcquireResult> {
     const changes = this.#server.changes
     let result: AcquireResult | null = null
-    if (!req.queue && !req.admissionRate && !req.client) {
+    if (!req.queue && !req.admissionRate) {
       // null: the line is not empty; the single-decision script handles the line.
       result = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
     }
@@ -234,7 +234,15 @@ export class RedisStore implements Store {
 
   private async acquireMany(name: string, reqs: AcquireRequest[]): Promise<(AcquireResult | null)[]> {
     if (reqs.length === 1) return [await this.acquireOne(name, reqs[0]!)]
-    const items = reqs.flatMap((r) => packArgs(scripts.ACQUIRE_MANY_ITEM, r))
+    const items = reqs.flatMap((r) =>
+      packArgs(scripts.ACQUIRE_MANY_ITEM, {
+        ...r,
+        client: r.client?.key ?? '',
+        sharePlaces: r.client?.places ?? 0,
+        shareSlots: r.client?.slots ?? 0,
+        sharePerMinute: r.client?.perMinute ?? 0,
+      }),
+    )
     const fresh = reqs.filter((r) => r.fresh).map((r) => r.token)
     const width = BATCH_REPLY_WIDTH
     const giveUp: GiveUp | undefined =
@@ -246,6 +254,7 @@ export class RedisStore implements Store {
       const r = decodeReply(reply, i * width)
       if (r.status === 'acquired') return { status: 'acquired', fence: r.fence, expiresAt: r.expiresAt, now: r.now }
       if (r.status === 'busy') return { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
+      if (r.status === 'share') return { status: 'client-share', now: r.now }
       return null
     })
   }

@@ -29,6 +29,17 @@ export function shareCases(api: TestApi, ctx: ContractContext): void {
     expect(await store.state(name)).toEqual({ held: 4, waiting: 0 })
   })
 
+  it('decided together (one batch on Redis), a client still gets no more than its share', async () => {
+    const { name, store } = ctx.fresh()
+    const client = share()
+    const answers = await Promise.all(Array.from({ length: 6 }, () => store.acquire(name, ctx.req({ limit: 10, client }))))
+    expect(answers.filter((a) => a.status === 'acquired')).toHaveLength(2)
+    expect(answers.filter((a) => a.status === 'client-share')).toHaveLength(4)
+    const others = await Promise.all(Array.from({ length: 3 }, () => store.acquire(name, ctx.req({ limit: 10, client: share() }))))
+    expect(others.map((a) => a.status)).toEqual(['acquired', 'acquired', 'acquired'])
+    expect(await store.state(name)).toEqual({ held: 5, waiting: 0 })
+  })
+
   it('unconfirmed slots are capped apart from places; a refused request takes nothing', async () => {
     const { name, store } = ctx.fresh()
     const client = share({ places: 5, slots: 1 })

@@ -35,8 +35,9 @@ describe.skipIf(!chromiumAvailable)('the proof-of-work door in a real browser', 
         if (/Content Security Policy|Refused/i.test(m.text())) violations.push(m.text())
       })
       const t0 = Date.now()
-      expect((await page.goto(site.url))?.status()).toBe(202)
-      await expect(page.locator('h1').textContent()).resolves.toBe('Just a moment')
+      const first = await page.goto(site.url)
+      expect(first?.status()).toBe(202)
+      expect(await first?.text()).toContain('<h1>Just a moment</h1>') // the page may solve before we could look at it
       await page.waitForSelector('#app', { timeout: 20_000 })
       const ms = Date.now() - t0
       console.log(`challenge at the default difficulty: Chromium reached the app ${ms} ms after its first request`)

@@ -167,8 +167,9 @@ describe('Challenges: issue and verify', () => {
       const len = Math.floor(Math.random() * 400)
       let s = ''
       for (let j = 0; j < len; j++) s += alphabet[Math.floor(Math.random() * alphabet.length)]
+      // Mutations of the signed challenge (another nonce can be a genuine solution: 1 in 16 at 4 bits).
       const mutated = [...good]
-      mutated[Math.floor(Math.random() * mutated.length)] = alphabet[Math.floor(Math.random() * alphabet.length)]!
+      mutated[Math.floor(Math.random() * challenge.length)] = alphabet[Math.floor(Math.random() * alphabet.length)]!
       const variants = [s, mutated.join(''), randomBytes(i % 300).toString('latin1'), good.slice(0, Math.floor(Math.random() * good.length))]
       for (const v of variants) {
         if (v === good) continue

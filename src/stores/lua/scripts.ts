@@ -1,26 +1,14 @@
 /**
- * The Redis store's scripts: one per operation, each one atomic decision and one round trip. Each
- * is a {@link Script}: its arguments (read into Lua locals of the same names), its body, and the
- * rendered Lua (the shared prelude, then the argument locals, then the body).
+ * The Redis store's scripts: one per operation, each one atomic decision and one round trip (built
+ * by {@link script}; the adaptive limit's two are in adapt-scripts.ts).
  */
-import { luaScript, type LuaScript } from '../redis-calls.js'
-import { BATCH_REPLY_WIDTH, luaArgs, luaGroup, type ArgSpec } from './boundary.js'
-import { ADMISSION_WINDOW_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, PRELUDE } from './prelude.js'
+import { BATCH_REPLY_WIDTH, luaGroup } from './boundary.js'
+import { ADMISSION_WINDOW_MS, KEY_SLACK_MS, PRE_QUEUE_BASE } from './prelude.js'
+import { script } from './script.js'
+import { ADAPT, ADAPT_COMMIT } from './adapt-scripts.js'
 
-export interface Script<A extends ArgSpec = ArgSpec> extends LuaScript {
-  /** For logs and lint output. */
-  readonly name: string
-  /** The fixed arguments, in ARGV order. Scripts taking a list read it after them (`REST`). */
-  readonly args: A
-  /** Every script receives every key of the semaphore, in this order. */
-  readonly keys: typeof KEY_SUFFIXES
-}
-
-function script<A extends ArgSpec>(name: string, args: A, body: string): Script<A> {
-  const rest = body.includes('REST') ? `\nlocal REST = ${Object.keys(args).length + 1} -- the first list argument` : ''
-  const lua = `${PRELUDE}\n${luaArgs(args)}${rest}\n${body.trim()}\n`
-  return { name, args, ...luaScript(lua, KEY_SUFFIXES.length), keys: KEY_SUFFIXES }
-}
+export type { Script } from './script.js'
+export { ADAPT, ADAPT_COMMIT } from './adapt-scripts.js'
 
 /**
  * One decision for `token`: a slot now, or (with `queued`) a place in line kept or taken, or a poll
@@ -195,12 +183,13 @@ return result
 )
 
 /** One plain acquire's fields in the batch's ARGV list. */
-export const ACQUIRE_MANY_ITEM = { token: 's', limit: 'n', ttl: 'n', weight: 'n' } as const
+export const ACQUIRE_MANY_ITEM = { token: 's', limit: 'n', ttl: 'n', weight: 'n', client: 's', sharePlaces: 'n', shareSlots: 'n', sharePerMinute: 'n' } as const
 
 /**
  * Many plain acquires (no line) of one semaphore in one call, decided one after another, each as
- * ACQUIRE would. ARGV list: the requests' fields ({@link ACQUIRE_MANY_ITEM}). Replies, each padded
- * to BATCH_REPLY_WIDTH: acquired | busy | line (the line is not empty: ask ACQUIRE, which handles it).
+ * ACQUIRE would (a client's share too). ARGV list: the requests' fields ({@link ACQUIRE_MANY_ITEM}).
+ * Replies, each padded to BATCH_REPLY_WIDTH: acquired | busy | share | line (the line is not empty:
+ * ask ACQUIRE, which handles it).
  */
 export const ACQUIRE_MANY = script(
   'acquireMany',
@@ -214,28 +203,37 @@ if u == 0 then far = 0 end
 local length = redis.call('ZCARD', Q)
 local out = {}
 local changed = server_changed(now, select(3, request(1)))
+local swept = false
 for i = 1, count do
-  local token, limit, ttl, weight = request(i)
+  local token, limit, ttl, weight, client, sharePlaces, shareSlots, sharePerMinute = request(i)
   local r
   -- After a promotion (changed) nothing new is granted, but a holder's own slot is still found.
   if length > 0 and not changed then
     r = reply_line()
   else
     local exp = now + ttl
-    if not changed and u + weight <= limit and redis.call('ZADD', H, 'NX', exp, token) == 1 then
+    local held = redis.call('ZSCORE', H, token)
+    -- A token new to the semaphore counts against its client's share (as in ACQUIRE).
+    local shared = client ~= '' and not held and not changed and u + weight <= limit
+    if shared and not swept then
+      share_sweep(now, ttl)
+      swept = true
+    end
+    if shared and not share_allows(now, client, sharePlaces, shareSlots, sharePerMinute) then
+      r = reply_share(now)
+    elseif not held and not changed and u + weight <= limit then
+      redis.call('ZADD', H, exp, token)
       local fence = next_fence(now)
       u = u + weight
       redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
       far = ensure_ttl(now, exp, far)
+      if shared then share_take(now, client, token, sharePerMinute, ttl) end
       r = reply_acquired(fence, exp, now)
+    elseif held then
+      local _, fence = parse_meta(redis.call('HGET', M, token))
+      r = reply_acquired(fence, tonumber(held), now)
     else
-      local held = redis.call('ZSCORE', H, token)
-      if held then
-        local _, fence = parse_meta(redis.call('HGET', M, token))
-        r = reply_acquired(fence, tonumber(held), now)
-      else
-        r = reply_busy(now, next_expiry())
-      end
+      r = reply_busy(now, next_expiry())
     end
   end
   for j = 1, ${BATCH_REPLY_WIDTH} do out[#out + 1] = r[j] or 0 end
@@ -407,75 +405,6 @@ end
 local out = {now}
 for _, x in ipairs(redis.call('HGETALL', CTL)) do out[#out + 1] = x end
 return out
-`,
-)
-
-/**
- * Adds one instance's window to the fleet's pending one (`:ad` fields `ws`, `wf`, `wr`, and `b<i>`
- * histogram counts, from the REST list of bucket/count pairs; `wi` the most live slots counted at
- * the window's reports). Replies { limit, state }; once per `every` ms the caller is the judge: then
- * also { turn, samples, failures, refused, inside, bucket, count, ... } (the pending window, which
- * starts afresh). When a window is judged: see judgeNow in ../types.ts.
- */
-export const ADAPT = script(
-  'adapt',
-  { samples: 'n', failures: 'n', refused: 'n', initial: 'n', every: 'n', minSamples: 'n' } as const,
-  `
-local now = now_ms()
-local v = redis.call('HMGET', AD, 'l', 'st', 'at', 'turn', 'ws', 'wf', 'wi')
-local l = tonumber(v[1] or initial)
-local st = v[2] or ''
-local pending, failed = tonumber(v[5] or '0') + samples, tonumber(v[6] or '0') + failures
-local inside = math.max(tonumber(v[7] or '0'), redis.call('ZCOUNT', H, '(' .. string.format('%.0f', now), '+inf'))
-if samples > 0 then redis.call('HINCRBY', AD, 'ws', samples) end
-if failures > 0 then redis.call('HINCRBY', AD, 'wf', failures) end
-if refused > 0 then redis.call('HINCRBY', AD, 'wr', refused) end
-for i = REST, #ARGV, 2 do redis.call('HINCRBY', AD, 'b' .. ARGV[i], ARGV[i + 1]) end
-local reply = { l, st }
-local age = now - tonumber(v[3] or '-1e15')
-if age >= 4 * every or (age >= every and (pending >= minSamples or failed > 0)) then
-  local turn = tonumber(v[4] or '0') + 1
-  local ws, wf, wr = 0, 0, 0
-  local drop = {}
-  local all = redis.call('HGETALL', AD)
-  local buckets = {}
-  for i = 1, #all, 2 do
-    local f, n = all[i], all[i + 1]
-    if f == 'ws' then ws = tonumber(n) elseif f == 'wf' then wf = tonumber(n) elseif f == 'wr' then wr = tonumber(n)
-    elseif string.sub(f, 1, 1) == 'b' then
-      buckets[#buckets + 1] = tonumber(string.sub(f, 2))
-      buckets[#buckets + 1] = tonumber(n)
-      drop[#drop + 1] = f
-    end
-  end
-  drop[#drop + 1] = 'ws'
-  drop[#drop + 1] = 'wf'
-  drop[#drop + 1] = 'wr'
-  drop[#drop + 1] = 'wi'
-  redis.call('HDEL', AD, unpack(drop))
-  redis.call('HSET', AD, 'at', now, 'turn', turn)
-  reply = { l, st, turn, ws, wf, wr, inside }
-  for i = 1, #buckets do reply[#reply + 1] = buckets[i] end
-end
-if #reply == 2 then
-  redis.call('HSET', AD, 'l', l, 'wi', inside)
-else
-  redis.call('HSET', AD, 'l', l)
-end
-redis.call('PEXPIRE', AD, 3600000)
-return reply
-`,
-)
-
-/** Sets the fleet's adaptive limit (within [min, max]) and the estimator's state if \`turn\` is still the latest judge's. Replies 1 if set, else 0. */
-export const ADAPT_COMMIT = script(
-  'adaptCommit',
-  { turn: 'n', limit: 'n', state: 's', min: 'n', max: 'n' } as const,
-  `
-if tonumber(redis.call('HGET', AD, 'turn') or '0') ~= turn then return 0 end
-redis.call('HSET', AD, 'l', math.min(max, math.max(min, limit)), 'st', state)
-redis.call('PEXPIRE', AD, 3600000)
-return 1
 `,
 )
 
