@@ -37,6 +37,9 @@ if (shield === 'under-pressure') {
     bypass: '/bench/',
     storeTimeout: 500,
     onStoreError: 'closed',
+    // The load generator's virtual users all come from 127.0.0.1: the client share (on by default)
+    // would count them as one client. Off here, as for any load test from one machine.
+    clientShare: false,
     logger: { warn: () => {} },
   })
 }

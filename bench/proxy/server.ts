@@ -16,6 +16,9 @@ const app = await createProxy({
   mode: mode === 'request' ? 'request' : 'session',
   limit: Number(process.env.LIMIT ?? 1000),
   passTtl: 600_000,
+  // The load generator's virtual users all come from 127.0.0.1: the client share (on by default)
+  // would count them as one client. Off here, as for any load test from one machine.
+  clientShare: false,
   secret: 'proxy-bench-secret-that-is-at-least-32-bytes',
   store,
   logger: { warn: () => {} },

@@ -15,8 +15,8 @@ interface Record {
   lapse: number
 }
 
-/** A record's tokens can hold something this long after it was last touched (plus the rate's minute). */
-const MIN_KEEP_MS = 60_000
+/** How soon the sweep looks again at a record past its time whose tokens still hold something. */
+const RECHECK_MS = 5_000
 
 export class ClientShares {
   private readonly records = new Map<string, Record>()
@@ -56,9 +56,10 @@ export class ClientShares {
     if (share.perMinute > 0) r.tat = Math.max(r.tat, now) + 60_000 / share.perMinute
     r.tokens.add(token)
     this.owner.set(token, share.key)
-    // Re-inserted, so the map stays in order of lapse (keep is the same for a gate's calls).
+    // Re-inserted, so the map stays roughly in order of lapse (keep is the same for a gate's calls;
+    // a record out of order is only forgotten a little later).
     this.records.delete(share.key)
-    r.lapse = Math.max(r.tat, now + Math.max(keep, MIN_KEEP_MS))
+    r.lapse = Math.max(r.tat, now + keep)
     this.records.set(share.key, r)
   }
 
@@ -85,7 +86,7 @@ export class ClientShares {
         }
       }
       if (r.tokens.size > 0 || r.tat > now) {
-        r.lapse = Math.max(r.tat, now + MIN_KEEP_MS)
+        r.lapse = Math.max(r.tat, now + RECHECK_MS)
         this.records.set(key, r)
       }
     }

@@ -52,6 +52,14 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
     expect(json('semaphore').rows).toHaveLength(12)
   })
 
+  it("share: a new visitor's decision without a share, with one, and over it, on memory and Redis", { timeout: 90_000 }, async () => {
+    const { code, out } = await runBench('share.ts', { ROUNDS: '1', SECONDS: '0.25', CALLERS: '4' })
+    expect(code, out).toBe(0)
+    for (const store of ['memory', 'redis']) {
+      for (const kind of ['no share', 'a share per visitor', 'over its share']) expect(out).toMatch(new RegExp(`\\| ${store} +\\| ${kind} +\\| \\d+`))
+    }
+  })
+
   it('waiting room: poll latency and ETA', { timeout: 90_000 }, async () => {
     const { code, out } = await runBench('waiting-room.ts', { BIG: '500', SMALL: '50', POLL_ROUNDS: '50', WARMUP_MS: '300', MEASURE_MS: '700' })
     expect(code, out).toBe(0)
