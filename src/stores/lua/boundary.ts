@@ -40,7 +40,7 @@ export function luaGroup(name: string, spec: ArgSpec, from: number): string {
     const at = `ARGV[b + ${i}]`
     return kind === 'n' ? `tonumber(${at})` : kind === 'b' ? `${at} == '1'` : at
   })
-  return `local function ${name}(i)\n  local b = ${from} + (i - 1) * ${width}\n  return ${reads.join(', ')}\nend`
+  return `local function ${name}(i)\n  local b = ${from} + (i - 1) * ${width}\n  return ${reads.join(',\n    ')}\nend`
 }
 
 /** Status codes and the named fields that follow them in a decision's reply (all numbers). */
