@@ -8,7 +8,7 @@ describe('the Lua boundary', () => {
     expect(luaArgs(spec)).toBe("local token = ARGV[1]\nlocal limit = tonumber(ARGV[2])\nlocal queued = ARGV[3] == '1'")
     expect(packArgs(spec, { token: 't', limit: 3, queued: true })).toEqual(['t', 3, 1])
     expect(packArgs(spec, { queued: false, limit: 0, token: 'x' })).toEqual(['x', 0, 0]) // spec order, not object order
-    expect(luaGroup('item', { a: 's', b: 'n' }, 2)).toContain('local b = 2 + (i - 1) * 2\n  return ARGV[b + 0], tonumber(ARGV[b + 1])')
+    expect(luaGroup('item', { a: 's', b: 'n' }, 2)).toContain('local b = 2 + (i - 1) * 2\n  return ARGV[b + 0],\n    tonumber(ARGV[b + 1])')
   })
 
   it('decodes every reply by its status code into named fields', () => {
