@@ -2,7 +2,8 @@
  * `airlock-shield/express`: the Express 4/5 middleware. It only translates the gate's decisions
  * into responses, and in request mode releases the slot once the handler's work is over.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { IncomingMessage, type ServerResponse } from 'node:http'
+import { AirlockError } from './base/errors.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
 import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
@@ -113,6 +114,14 @@ function watchCommand(res: ServerResponse, run: (value: string | number | string
  * (`router.use(airlock({ name: 'checkout', limit: 5 }))`) to give some routes their own gate.
  */
 export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(options?: GateOptions<Req>): AirlockMiddleware<Req> {
+  if (options instanceof IncomingMessage) {
+    // `app.use(airlock)`: Express calls the factory with (req, res, next) on every request.
+    const err = new AirlockError('ERR_AIRLOCK_OPTION', 'airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)')
+    const next: unknown = arguments[2]
+    if (typeof next !== 'function') throw err
+    next(err)
+    return undefined as never
+  }
   const gate = createGate<Req>(options)
 
   const apply = (req: Req, res: ExpressLikeResponse, next: (err?: unknown) => void, d: GateDecision): void => {

@@ -79,6 +79,7 @@ export type {
   RequestView,
 } from './gate/types.js'
 export type { GateQueueOptions } from './gate/line.js'
+export type { Duration } from './base/validate.js'
 export type { GateCounters, InstanceReport } from './gate/stats.js'
 export {
   CHANNELS,

@@ -102,7 +102,7 @@ const GATE_SPECS: readonly OptionSpec[] = [
   ['queue.page', 'function'],
 ]
 const GATE_VALID = [
-  { passTtl: LONGEST, provisionalTtl: LONGEST, recheckInterval: LONGEST, storeTimeout: LONGEST, retryAfter: 2_147_483 },
+  { passTtl: LONGEST, provisionalTtl: LONGEST, recheckInterval: LONGEST, storeTimeout: LONGEST, retryAfter: 3600 },
   { mode: 'request', ttl: LONGEST, reuseWindow: LONGEST, limit: Number.MAX_SAFE_INTEGER, cacheSize: Number.MAX_SAFE_INTEGER },
   { mode: 'request', reuseWindow: 0 },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, confirmTimeout: LONGEST, maxLength: 0 } },
@@ -377,5 +377,49 @@ describe('the measured symptoms (issue 12)', () => {
   it('no TimeoutOverflowWarning was emitted by any of the above', async () => {
     await new Promise((resolve) => setImmediate(resolve))
     expect(warnings.filter((w) => w.name === 'TimeoutOverflowWarning')).toEqual([])
+  })
+})
+
+describe('misuse caught with one sentence (issue 25)', () => {
+  it('Express: app.use(airlock), the factory uncalled, answers each request with the sentence that says how to call it', async () => {
+    const { default: express } = await import('express')
+    const app = express()
+    app.use(airlock as never)
+    const seen: string[] = []
+    app.use((err: Error, _req: unknown, res: { status(n: number): { end(): void } }, _next: unknown) => {
+      seen.push(err.message)
+      res.status(500).end()
+    })
+    const server = app.listen(0, '127.0.0.1')
+    await new Promise((r) => server.once('listening', r))
+    try {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`)
+      expect(r.status).toBe(500)
+      expect(seen).toEqual(['airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)'])
+    } finally {
+      server.close()
+    }
+  })
+
+  it('redisStore(redis), a client where { client } is expected, is refused naming the fix', () => {
+    const redis = new Redis({ lazyConnect: true })
+    expect(() => redisStore(redis as never)).toThrow('redisStore() takes an options object: write redisStore({ client: redis }), not redisStore(redis)')
+    redis.disconnect()
+  })
+})
+
+describe('durations people can read, and unit mistakes caught (issue 25)', () => {
+  it("every duration also takes '250ms', '60s', '5m', '1h'; a bare number stays milliseconds", () => {
+    const gate = createGate({ passTtl: '5m', provisionalTtl: '10s', recheckInterval: '2.5s', storeTimeout: '250ms', secret: SECRET, logger: recordingLogger() })
+    expect([gate.passTtl, gate.provisionalTtl, gate.recheckInterval, gate.storeTimeout]).toEqual([300_000, 10_000, 2_500, 250])
+    expect(createGate({ passTtl: 90_000, secret: SECRET, logger: recordingLogger() }).passTtl).toBe(90_000)
+    expect(createSemaphore({ name: 'readable', limit: 1, ttl: '1h' as never }).ttl).toBe(3_600_000)
+    expect(() => createGate({ passTtl: '5 minutes' as never })).toThrow("passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got \"5 minutes\"")
+  })
+
+  it('passTtl: 60 (surely seconds) and retryAfter: 5000 (surely milliseconds) are refused with the likely intent', () => {
+    expect(() => createGate({ passTtl: 60 })).toThrow("passTtl is in milliseconds: 60 is 60 ms; did you mean '60s'? (write '60ms' if you do mean milliseconds)")
+    expect(createGate({ passTtl: '600ms', provisionalTtl: '300ms', recheckInterval: '300ms', secret: SECRET, logger: recordingLogger() }).passTtl).toBe(600)
+    expect(() => createGate({ retryAfter: 5000 })).toThrow('retryAfter is in seconds and at most 3600 (an hour): 5000 is 83 min; did you mean 5?')
   })
 })

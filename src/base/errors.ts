@@ -55,3 +55,16 @@ function branded(value: unknown): boolean {
 export function optionError(message: string): never {
   throw new AirlockError('ERR_AIRLOCK_OPTION', message)
 }
+
+const warned = new Set<string>()
+
+/**
+ * A warning the operator must see whatever the framework's logger does: emitted once per process
+ * and code through `process.emitWarning` (Node prints it on stderr: `(node:123) [AIRLOCK_NO_SECRET]
+ * AirlockWarning: ...`), with a link to its entry in docs/errors.md. The caller logs it too.
+ */
+export function warnOnce(code: string, message: string): void {
+  if (warned.has(code)) return
+  warned.add(code)
+  process.emitWarning(`${message} (docs/errors.md#${code.toLowerCase()})`, { type: 'AirlockWarning', code })
+}

@@ -59,24 +59,54 @@ function atMost(option: string, value: number, bound: DurationBound, unit = 'ms'
   if (value > bound.max) optionError(`${option} must be at most ${bound.max} ${unit} (${bound.why})${orElse}, got ${value}`)
 }
 
-/** A duration in milliseconds: a positive integer, at most {@link MAX_DURATION} (or `bound`). */
-export function duration(option: string, value: unknown, bound: DurationBound = TIMER_BOUND): number {
+/** A duration: milliseconds as a number, or text with its unit (`'250ms'`, `'60s'`, `'5m'`, `'1h'`). */
+export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h'}`
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
+const DURATION_TEXT = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/
+
+/** A {@link Duration} in ms: a number as it is, a text with its unit converted; anything else as it is (refused by the caller). */
+export function durationValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  const m = DURATION_TEXT.exec(value)
+  return m ? Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]) : value
+}
+
+/** A duration in milliseconds (or a {@link Duration} text): a positive integer, at most {@link MAX_DURATION} (or `bound`). */
+export function duration(option: string, given: unknown, bound: DurationBound = TIMER_BOUND): number {
+  const value = durationValue(given)
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    optionError(`${option} must be a positive number of milliseconds, got ${describe(value)}`)
+    optionError(`${option} must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got ${describe(given)}`)
   }
   atMost(option, value, bound)
   return value
 }
 
-/** A duration in milliseconds that may be 0 (off): a non-negative integer, at most {@link MAX_DURATION}. */
-export function durationOrZero(option: string, value: unknown): number {
+/** A duration in milliseconds (or a {@link Duration} text) that may be 0 (off): a non-negative integer, at most {@link MAX_DURATION}. */
+export function durationOrZero(option: string, given: unknown): number {
+  const value = durationValue(given)
   atMost(option, nonNegativeInteger(option, value), TIMER_BOUND)
   return value as number
 }
 
-/** A duration in whole seconds (`retryAfter`): a positive integer, at most {@link MAX_DURATION} in ms. */
+/**
+ * A duration that is surely not meant in milliseconds when a bare number is this small (`passTtl:
+ * 60`): refused with the likely intent. Text with a unit (`'500ms'`) says it is meant.
+ */
+export function notTinyMs(option: string, given: unknown, ms: number, least = 1000): number {
+  if (typeof given === 'number' && ms < least) {
+    optionError(`${option} is in milliseconds: ${given} is ${given} ms; did you mean '${given}s'? (write '${given}ms' if you do mean milliseconds)`)
+  }
+  return ms
+}
+
+/** A duration in whole seconds (`retryAfter`): a positive integer, at most an hour (more is surely milliseconds). */
 export function seconds(option: string, value: unknown): number {
-  atMost(option, positiveInteger(option, value), { ...TIMER_BOUND, max: Math.floor(MAX_DURATION / 1000) }, 'seconds')
+  positiveInteger(option, value)
+  if ((value as number) > 3600) {
+    const n = value as number
+    optionError(`${option} is in seconds and at most 3600 (an hour): ${n} is ${Math.round(n / 60)} min; did you mean ${Math.max(1, Math.round(n / 1000))}?`)
+  }
   return value as number
 }
 

@@ -118,11 +118,21 @@ function count(field: string, value: unknown): number {
   return value
 }
 
+/** An ISO 8601 date, or date and time with seconds optional and a zone (`Z`, `+01:00`) or none. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/
+/** 2000-01-01T00:00:00Z: an earlier time is a unit mistake (seconds given as milliseconds, or `0`). */
+const Y2K = 946_684_800_000
+
 function time(field: string, value: unknown): number | null {
   if (value === null) return null
-  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : typeof value === 'number' ? value : NaN
-  if (!Number.isFinite(ms) || ms < 0 || ms > 8.64e15) {
+  const text = typeof value === 'string' && ISO_TIME.test(value.trim()) ? value.trim() : undefined
+  const ms = value instanceof Date ? value.getTime() : text !== undefined ? Date.parse(text) : typeof value === 'number' ? value : NaN
+  if (!Number.isFinite(ms) || ms > 8.64e15) {
     optionError(`${field} must be a Date, an ISO 8601 time (2026-12-01T09:00:00Z) or ms since the epoch (or null to clear), got ${describe(value)}`)
+  }
+  if (ms < Y2K) {
+    const seconds = typeof value === 'number' && value > 1e8 ? `; ${value} looks like seconds since the epoch: that is ${new Date(value * 1000).toISOString()} in milliseconds (${value * 1000})` : ''
+    optionError(`${field} is before 2000 (${describe(value)} is ${new Date(ms).toISOString()}): times are ms since the epoch, a Date or an ISO 8601 time${seconds}`)
   }
   return Math.round(ms)
 }

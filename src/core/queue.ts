@@ -16,7 +16,7 @@ export type QueueDefaults = Omit<QueueSettings, 'confirmTimeout'> & {
 /**
  * Checks line settings given as options, over `defaults`. `prefix` is how the caller's options
  * name them in messages (`'queue.'` for the gate's, `''` for the waiting room's):
- * `queue.idleTimeout must be a positive number of milliseconds, got 0`.
+ * `queue.idleTimeout must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0`.
  */
 export function queueSettings(prefix: string, input: Partial<QueueSettings>, defaults: QueueDefaults): QueueSettings {
   const order = oneOf(`${prefix}order`, input.order ?? defaults.order, ['fifo', 'random'] as const)

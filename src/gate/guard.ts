@@ -4,7 +4,7 @@
  * every request) and probes it in the background until it answers; failures are logged at most
  * once per interval. Used by the gate and the lock service.
  */
-import { AirlockError } from '../base/errors.js'
+import { AirlockError, warnOnce } from '../base/errors.js'
 import { withinBudget } from '../base/budget.js'
 
 /** After this many consecutive store failures, stop calling the store until a probe succeeds. */
@@ -102,6 +102,8 @@ export class StoreGuard {
       { err, gate: this.options.name, policy: this.options.policy, suppressed },
       `airlock-shield: store unavailable (${what})`,
     )
+    // Also on stderr, once per process: the app may run with its logger off.
+    warnOnce('AIRLOCK_STORE_UNAVAILABLE', `airlock-shield: the store of gate '${this.options.name}' is unavailable (${what}): ${String((err as Error | undefined)?.message ?? err)}`)
   }
 
   /** Stops the probe. Idempotent. */

@@ -6,10 +6,10 @@
 import type { AdaptiveSettings } from './adaptive.js'
 import type { Store } from '../stores/types.js'
 import { resolveStore } from '../stores/resolve.js'
-import { optionError } from '../base/errors.js'
+import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
-import { describe, duration, durationOrZero, knownKeys, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
+import { describe, duration, durationOrZero, knownKeys, notTinyMs, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateQueueOptions } from './line.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
@@ -113,7 +113,7 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
   const o = options
   const name = safeName('name', o.name ?? 'default')
   const mode = oneOf('mode', o.mode ?? 'session', ['session', 'request'] as const)
-  const passTtl = duration('passTtl', o.passTtl ?? 60_000)
+  const passTtl = notTinyMs('passTtl', o.passTtl, duration('passTtl', o.passTtl ?? 60_000))
   const provisionalTtl = duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl))
   if (provisionalTtl > passTtl) optionError(`provisionalTtl must be at most passTtl (${passTtl}), got ${provisionalTtl}`)
   const recheckInterval = duration('recheckInterval', o.recheckInterval ?? Math.min(5_000, passTtl))
@@ -273,11 +273,12 @@ const warnedRandomSecret = new WeakSet<object>()
 export function warnRandomSecret<Req>(s: GateSettings<Req>): void {
   if (s.randomSecret && s.mode === 'session' && !warnedRandomSecret.has(s.logger)) {
     warnedRandomSecret.add(s.logger)
-    s.logger.warn(
-      { gate: s.name },
+    const message =
       'airlock-shield: no secret given, passes are signed with a random per-process secret: they will not ' +
-        'survive a restart nor be accepted by other instances. Set the secret option (32+ bytes) in production.',
-    )
+      'survive a restart nor be accepted by other instances. Set the secret option (32+ bytes) in production.'
+    s.logger.warn({ gate: s.name }, message)
+    // Also on stderr, once per process: Fastify() has no logger by default.
+    warnOnce('AIRLOCK_NO_SECRET', message)
   }
 }
 

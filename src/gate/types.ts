@@ -6,6 +6,7 @@ import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
 import type { GateQueueOptions } from './line.js'
 import type { ClientShareOptions } from './client-share.js'
+import type { Duration } from '../base/validate.js'
 import type { InstanceReport } from './stats.js'
 
 export type { GateResponse } from '../pages/answers.js'
@@ -36,7 +37,10 @@ export interface GateCookieOptions {
   httpOnly?: boolean
 }
 
-/** Options of {@link createGate}. Durations in milliseconds unless named otherwise. */
+/**
+ * Options of {@link createGate}. Durations in milliseconds as numbers, or text with a unit
+ * (`'60s'`, `'5m'`, `'250ms'`, `'1h'`), unless named otherwise.
+ */
 export interface GateOptions<Req = unknown> {
   /** Slots are shared by every gate (in any process) with this name on the same store. Default `'default'`. */
   name?: string
@@ -56,27 +60,27 @@ export interface GateOptions<Req = unknown> {
    */
   mode?: 'session' | 'request'
   /** Life of a pass and its slot once the visitor came back with it; slides. Default 60_000. */
-  passTtl?: number
+  passTtl?: Duration
   /**
    * Life of a new visitor's slot until the visitor comes back with its pass (clients that keep no
    * cookies never hold a slot longer than this). Default 10_000.
    */
-  provisionalTtl?: number
+  provisionalTtl?: Duration
   /**
    * A pass is trusted from the local cache for at most this long before its slot is checked in the
    * store again: a released or expired slot stops admitting on every instance within this window.
    * Default 5_000.
    */
-  recheckInterval?: number
+  recheckInterval?: Duration
   /** Request mode: how long a slot may live if its handler never ends. Default 30_000. */
-  ttl?: number
+  ttl?: Duration
   /**
    * Request mode: a finished request's slot is kept this long (ms) for the next request on this
    * process instead of being released, so a steady stream of requests costs no store round trip.
    * Every request in flight still holds its own live slot; see docs/gate.md. `0` releases at once.
    * Default 10.
    */
-  reuseWindow?: number
+  reuseWindow?: Duration
   /**
    * HMAC secret(s), at least 32 bytes each; sign with the first, accept all (rotation). Default: a
    * random per-process secret (passes then do not survive a restart nor span instances); required
@@ -105,7 +109,7 @@ export interface GateOptions<Req = unknown> {
    */
   onStoreError?: 'local' | 'open' | 'closed'
   /** Budget for the store calls of one gate decision. Default 200. */
-  storeTimeout?: number
+  storeTimeout?: Duration
   /** Default: warnings go to `console.warn`. The Fastify plugin uses `fastify.log`. */
   logger?: GateLogger
   /** Most verified passes kept in memory. Default 10_000. */
@@ -114,7 +118,7 @@ export interface GateOptions<Req = unknown> {
    * How often (ms) this instance reports its counters to the store, for the cluster-wide
    * {@link Gate.status} and the dashboard (one store call, keys that expire). `0`: never. Default 1000.
    */
-  reportInterval?: number
+  reportInterval?: Duration
   /**
    * Session mode: a browser confirms its new pass at once. The page that admits a visitor gets a
    * `Link: <?__airlock=confirm>; rel=prefetch` header; the browser fetches it with the new cookie,

@@ -87,6 +87,10 @@ export class RedisStore implements Store {
     if (options === null || typeof options !== 'object') {
       optionError(`redisStore() needs an options object with a client, got ${describe(options)}`)
     }
+    const o = options as unknown as Record<string, unknown>
+    if (typeof o.evalsha === 'function' || typeof o.sendCommand === 'function') {
+      optionError('redisStore() takes an options object: write redisStore({ client: redis }), not redisStore(redis)')
+    }
     knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix', 'replicas', 'replicaTimeout'])
     this.client = redisClientOption(options.client)
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)

@@ -34,7 +34,7 @@ describe('createWaitingRoom options', () => {
     ['order', { order: 'lifo' }, /^order must be one of 'fifo', 'random', got "lifo"/],
     ['maxLength', { maxLength: 1.5 }, /^maxLength must be a non-negative integer/],
     ['idleTimeout', { idleTimeout: 0 }, /^idleTimeout must be a positive number/],
-    ['claimWindow', { claimWindow: '10s' }, /^claimWindow must be a positive number/],
+    ['claimWindow', { claimWindow: '10 seconds' }, /^claimWindow must be a positive number/],
     ['retryInterval', { retryInterval: 30_000 }, /^retryInterval must be below idleTimeout \(30000\)/],
     ['confirmTimeout', { confirmTimeout: -5 }, /^confirmTimeout must be a non-negative integer, got -5/],
     ['confirmTimeout above idleTimeout', { confirmTimeout: 60_000 }, /^confirmTimeout must be at most idleTimeout \(30000\), got 60000/],

@@ -78,7 +78,7 @@ describe('queue.challenge settings', () => {
       'queue.challenge.maxDifficulty must be an integer from 16 to 32 (leading zero bits), got 15',
     )
     expect(optionMessage({ maxDifficulty: 33 })).toMatch(/^queue\.challenge\.maxDifficulty .*got 33$/)
-    expect(optionMessage({ ttl: 0 })).toBe('queue.challenge.ttl must be a positive number of milliseconds, got 0')
+    expect(optionMessage({ ttl: 0 })).toBe("queue.challenge.ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0")
     expect(optionMessage({ noscriptDelay: -1 })).toMatch(/^queue\.challenge\.noscriptDelay must be a positive number of milliseconds/)
     expect(optionMessage({ failed: 'block' })).toBe("queue.challenge.failed must be one of 'refuse', 'shadow', got \"block\"")
     expect(optionMessage({ dificulty: 12 })).toMatch(/^queue\.challenge has no option 'dificulty'; known options are difficulty, maxDifficulty/)

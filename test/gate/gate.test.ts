@@ -58,7 +58,7 @@ describe('createGate options', () => {
     [{ limit: 1.5 }, /^limit must be a positive integer/],
     [{ name: 'has space' }, /^name must be 1 to 64 characters/],
     [{ mode: 'queue' as 'request' }, /^mode must be one of 'session', 'request', got "queue"$/],
-    [{ passTtl: -1 }, /^passTtl must be a positive number of milliseconds, got -1$/],
+    [{ passTtl: -1 }, /^passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got -1$/],
     [{ mode: 'request', reuseWindow: -1 }, /^reuseWindow must be a non-negative integer, got -1$/],
     [{ passTtl: 5000, provisionalTtl: 6000 }, /^provisionalTtl must be at most passTtl \(5000\), got 6000$/],
     [{ passTtl: 5000, recheckInterval: 6000 }, /^recheckInterval must be at most passTtl/],

@@ -175,6 +175,12 @@ describe('control records: validation', () => {
     [{ admissionRate: -1 }, 'admissionRate must be a whole number'],
     [{ mode: 'open' }, 'mode must be one of normal, queue-all, closed, passthrough'],
     [{ opensAt: 'tomorrow' }, 'opensAt must be a Date, an ISO 8601 time'],
+    // Dates people get wrong (issue 25): seconds for milliseconds, 0, a fraction, a bare number as text.
+    [{ closesAt: 1_764_000_000 }, 'closesAt is before 2000 (1764000000 is 1970-01-21T10:00:00.000Z): times are ms since the epoch, a Date or an ISO 8601 time; 1764000000 looks like seconds since the epoch: that is 2025-11-24T16:00:00.000Z in milliseconds (1764000000000)'],
+    [{ opensAt: 0 }, 'opensAt is before 2000'],
+    [{ opensAt: 0.5 }, 'opensAt is before 2000'],
+    [{ opensAt: '10' }, 'opensAt must be a Date, an ISO 8601 time'],
+    [{ opensAt: new Date(1_764_000_000) }, 'opensAt is before 2000'],
     [{ opensAt: '2026-12-01T10:00:00Z', closesAt: '2026-12-01T09:00:00Z' }, 'closesAt must be after opensAt'],
     [{}, 'control.set() needs at least one of'],
     [{ limt: 3 }, 'limt'],

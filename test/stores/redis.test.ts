@@ -246,7 +246,7 @@ describe.runIf(redisAvailable)('redis store', () => {
   it('names a wrong client in the error', () => {
     expect(() => redisStore({ client: {} as never })).toThrow(/client must be an ioredis Redis or Cluster instance/)
     expect(() => redisStore({ client: redis.client(), commandTimeout: 0 })).toThrow(
-      /commandTimeout must be a positive number of milliseconds, got 0/,
+      /commandTimeout must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0/,
     )
   })
 })
