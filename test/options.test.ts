@@ -423,3 +423,25 @@ describe('durations people can read, and unit mistakes caught (issue 25)', () =>
     expect(() => createGate({ retryAfter: 5000 })).toThrow('retryAfter is in seconds and at most 3600 (an hour): 5000 is 83 min; did you mean 5?')
   })
 })
+
+describe('options the adversarial run found accepted (issue 25)', () => {
+  it("the dashboard's interval: NaN, 0, -1, Infinity, 0.5 and 50 ms refused naming it; '1s' taken", async () => {
+    const { createDashboard } = await import('../src/dashboard.js')
+    const make = (interval: unknown) => createDashboard({ token: 't'.repeat(24), store: memoryStore(), names: ['a'], interval: interval as never })
+    for (const bad of [Number.NaN, 0, -1, Infinity, 0.5, 50]) expect(() => make(bad), String(bad)).toThrow(/^interval must be/)
+    await make('1s').close()
+  })
+
+  it("the proxy's metricsPath: '/', a query, a fragment, spaces, '//x' refused naming it", async () => {
+    const { createProxy } = await import('../src/proxy.js')
+    for (const bad of ['/', '/metrics?x=1', '/a#b', '/m x', '//x', 'metrics']) {
+      await expect(createProxy({ target: 'http://127.0.0.1:9', metricsPath: bad, secret: SECRET }), bad).rejects.toThrow(/^metricsPath must be a path of its own/)
+    }
+  })
+
+  it("createLockServer takes a logger shaped as the gate's docs describe ({ warn }) instead of failing inside Fastify", async () => {
+    const said: string[] = []
+    const server = createLockServer({ store: memoryStore(), apiKeys: { read: ['r'.repeat(24)], write: ['w'.repeat(24)] }, logger: { warn: (_o: object, m?: string) => void said.push(m ?? '') } as never })
+    await server.close()
+  })
+})

@@ -7,7 +7,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { optionError } from '../base/errors.js'
-import { describe, optionsObject, semaphoreName } from '../base/validate.js'
+import { describe, duration, optionsObject, semaphoreName } from '../base/validate.js'
+import type { Duration } from '../base/validate.js'
 import { airlockControl, type ControlPatch, type LiveControl } from '../core/control.js'
 import { DASHBOARD_CSP, renderDashboardPage } from '../pages/dashboard.js'
 import { resolveStore } from '../stores/resolve.js'
@@ -24,7 +25,7 @@ export interface DashboardOptions {
   /** Show the live controls (limit, mode, admission rate, opening) on the page. Default true. */
   controls?: boolean
   /** ms between samples. Default 1000. */
-  interval?: number
+  interval?: Duration
   /** Told of each control change made from the page (`info`). */
   logger?: { info?(obj: object, msg?: string): void; warn(obj: object, msg?: string): void }
 }
@@ -57,7 +58,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const controls = options.controls !== false && typeof store.control === 'function'
   const expected = digest(options.token)
   const cookieValue = digest(`cookie:${options.token}`).toString('hex')
-  const sampler = new Sampler({ store, names, interval: options.interval })
+  const interval = options.interval === undefined ? undefined : duration('interval', options.interval)
+  if (interval !== undefined && interval < 100) optionError(`interval must be at least 100 ms (the dashboard samples the store this often), got ${interval}`)
+  const sampler = new Sampler({ store, names, interval })
   const ready = sampler.start()
   const steer = new Map<string, LiveControl>()
   if (controls) for (const n of names) steer.set(n, airlockControl({ name: n, store, by: 'dashboard', logger: options.logger }))

@@ -266,7 +266,24 @@ function checkLoggerOption(logger: unknown): LockServerOptions['logger'] {
   if (!ok) {
     optionError(`logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${describe(logger)}`)
   }
-  return logger as LockServerOptions['logger']
+  return adaptLogger(logger) as LockServerOptions['logger']
+}
+
+/**
+ * A logger shaped as the gate's docs describe (`{ warn, info?, error? }`, e.g. `console`) lacks
+ * what Fastify asks of a logger instance (every level and `child`): completed, each missing level
+ * going to the nearest one it has (or nowhere), so it is accepted as it is elsewhere.
+ */
+function adaptLogger(logger: unknown): unknown {
+  const l = logger as Record<string, unknown> | null
+  if (typeof l !== 'object' || l === null || typeof l.warn !== 'function' || isLoggerInstance(l)) return logger
+  const call = (level: string) => (typeof l[level] === 'function' ? (l[level] as (...a: unknown[]) => void).bind(l) : undefined)
+  const warn = call('warn')!
+  const error = call('error') ?? warn
+  const info = call('info') ?? (() => {})
+  const adapted: Record<string, unknown> = { fatal: call('fatal') ?? error, error, warn, info, debug: call('debug') ?? (() => {}), trace: call('trace') ?? (() => {}), level: 'info' }
+  adapted.child = () => adapted
+  return adapted
 }
 
 function isLoggerInstance(logger: unknown): logger is FastifyBaseLogger {
