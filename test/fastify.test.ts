@@ -120,3 +120,23 @@ describe('Fastify plugin', () => {
     await app.close()
   })
 })
+
+describe('one path: bypass rules judge the path Fastify routes (issue 25)', () => {
+  it("with useSemicolonDelimiter, GET /admin;.css is /admin to the gate too: no bypass by a /\\.css$/ rule", async () => {
+    const app = Fastify({ routerOptions: { useSemicolonDelimiter: true } })
+    await app.register(airlockShield, { limit: 1, secret: 's'.repeat(32), store: memoryStore(), bypass: [/\.css$/], logger: { warn() {} } })
+    let reached = 0
+    app.get('/admin', async () => {
+      reached++
+      return 'admin'
+    })
+    app.get('/style.css', async () => 'css')
+    const holder = await app.inject({ url: '/admin', remoteAddress: '10.0.0.1' })
+    expect(holder.statusCode).toBe(200)
+    const trick = await app.inject({ url: '/admin;.css', remoteAddress: '10.0.0.2', headers: { accept: 'application/json' } })
+    expect(trick.statusCode).toBe(503)
+    expect(reached).toBe(1)
+    expect((await app.inject({ url: '/style.css', remoteAddress: '10.0.0.3' })).body).toBe('css') // a real stylesheet is still bypassed
+    await app.close()
+  })
+})
