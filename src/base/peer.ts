@@ -28,3 +28,27 @@ export function loadPeer<T>(name: Peer, feature: string): T {
     throw err
   }
 }
+
+/** True when the optional peer `name` can be loaded. */
+function present(name: Peer): boolean {
+  try {
+    requireHere.resolve(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Checks that every peer `feature` needs is installed before loading any: one
+ * `ERR_AIRLOCK_PEER_MISSING` naming all the missing ones and one install command, rather than one
+ * at a time.
+ */
+export function assertPeers(names: readonly Peer[], feature: string): void {
+  const missing = names.filter((n) => !present(n))
+  if (missing.length <= 1) return // one missing: loadPeer says it, with Node's error as the cause
+  throw new AirlockError(
+    'ERR_AIRLOCK_PEER_MISSING',
+    `${feature} needs the optional dependencies ${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}, which are not installed: npm install ${missing.join(' ')}`,
+  )
+}

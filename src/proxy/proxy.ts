@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { BlockList, isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { optionError } from '../base/errors.js'
-import { loadPeer } from '../base/peer.js'
+import { assertPeers, loadPeer } from '../base/peer.js'
 import { describe, duration, knownKeys, oneOf } from '../base/validate.js'
 import { createDashboard } from '../dashboard/server.js'
 import { COMMAND_HEADER, controlFor, runCommand } from '../gate/control.js'
@@ -136,6 +136,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
   const trusts = trustOf(trustProxy)
   const log = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
+  assertPeers(metricsPath === undefined ? ['undici'] : ['undici', 'prom-client'], 'createProxy()')
   const undici = loadPeer<typeof import('undici')>('undici', 'createProxy()')
   const store = resolveStore(gateOptions.store)
   const gate = gated ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store }) : undefined

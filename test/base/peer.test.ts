@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { isAirlockError } from '../../src/base/errors.js'
-import { loadPeer, type Peer } from '../../src/base/peer.js'
+import { assertPeers, loadPeer, type Peer } from '../../src/base/peer.js'
 
 describe('loadPeer', () => {
   it('loads an installed optional peer', () => {
@@ -20,5 +20,14 @@ describe('loadPeer', () => {
       'createLockServer() needs the optional dependency airlock-no-such-peer, which is not installed: npm install airlock-no-such-peer',
     )
     expect(((err as Error).cause as NodeJS.ErrnoException).code).toBe('MODULE_NOT_FOUND')
+  })
+})
+
+describe('several missing peers (issue 25)', () => {
+  it('are named in one message with one install command', () => {
+    expect(() => assertPeers(['airlock-no-such-a', 'undici', 'airlock-no-such-b'] as Peer[], 'createProxy()')).toThrow(
+      'createProxy() needs the optional dependencies airlock-no-such-a and airlock-no-such-b, which are not installed: npm install airlock-no-such-a airlock-no-such-b',
+    )
+    expect(() => assertPeers(['undici', 'prom-client'], 'createProxy()')).not.toThrow()
   })
 })
