@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { optionError } from '../base/errors.js'
-import { describe, duration, optionsObject, semaphoreName } from '../base/validate.js'
+import { boolean, describe, duration, optionsObject, semaphoreName } from '../base/validate.js'
 import type { Duration } from '../base/validate.js'
 import { airlockControl, type ControlPatch, type LiveControl } from '../core/control.js'
 import { DASHBOARD_CSP, renderDashboardPage } from '../pages/dashboard.js'
@@ -55,6 +55,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   if (!Array.isArray(names) || names.length === 0) optionError(`names must be a non-empty array of gate names, got ${describe(names)}`)
   names.forEach((n) => semaphoreName('names[]', n))
   const store = resolveStore(options.store)
+  if (options.controls !== undefined) boolean('controls', options.controls)
   const controls = options.controls !== false && typeof store.control === 'function'
   const expected = digest(options.token)
   const cookieValue = digest(`cookie:${options.token}`).toString('hex')
