@@ -14,6 +14,7 @@ import { DASHBOARD_CSP, renderDashboardPage } from '../pages/dashboard.js'
 import { resolveStore } from '../stores/resolve.js'
 import type { Store } from '../stores/types.js'
 import { Sampler, type GateView } from './sampler.js'
+import { postedToken, SignInGuard, signInPage, SIGN_IN_CSP } from './sign-in.js'
 
 export interface DashboardOptions {
   /** The token an operator presents (at least 16 characters; from the environment, never from code). */
@@ -77,20 +78,45 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return null
   }
 
+  const guard = new SignInGuard()
+  const signedIn = (req: IncomingMessage, res: ServerResponse): void => {
+    // The token becomes an HttpOnly cookie (its hash): out of the address bar, history and logs.
+    const mount = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/'
+    const clean = mount.split('?')[0]!
+    send(res, 303, 'text/plain; charset=utf-8', '', {
+      location: clean,
+      'set-cookie': `${COOKIE}=${cookieValue}; Path=${clean.replace(/\/[^/]*$/, '') || '/'}; HttpOnly; SameSite=Strict${isSecure(req) ? '; Secure' : ''}`,
+    })
+  }
+  const refused = (req: IncomingMessage, res: ServerResponse, wrong: boolean, form = false): void => {
+    if (wrong) guard.failed(req.socket.remoteAddress ?? '', Date.now())
+    if (form || (req.method === 'GET' && String(req.headers.accept ?? '').includes('text/html'))) {
+      return send(res, 401, 'text/html; charset=utf-8', signInPage(wrong), { 'content-security-policy': SIGN_IN_CSP })
+    }
+    send(res, 401, 'text/plain; charset=utf-8', 'unauthorized\n', { 'www-authenticate': 'Bearer' })
+  }
+
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://dashboard')
-    const how = authorized(req, url)
-    if (how === null) return send(res, 401, 'text/plain; charset=utf-8', 'unauthorized\n', { 'www-authenticate': 'Bearer' })
+    const client = req.socket.remoteAddress ?? ''
+    const wait = guard.wait(client, Date.now())
+    if (wait > 0) return send(res, 429, 'text/plain; charset=utf-8', 'too many wrong tokens: try again later\n', { 'retry-after': String(Math.ceil(wait / 1000)) })
     const path = url.pathname.replace(/\/+$/, '') || '/'
-    if (how === 'query') {
-      // Once: the token becomes an HttpOnly cookie (its hash), and leaves the address bar and history.
-      const mount = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/'
-      const clean = mount.split('?')[0]!
-      return send(res, 303, 'text/plain; charset=utf-8', '', {
-        location: clean,
-        'set-cookie': `${COOKIE}=${cookieValue}; Path=${clean.replace(/\/[^/]*$/, '') || '/'}; HttpOnly; SameSite=Strict${isSecure(req) ? '; Secure' : ''}`,
+    if (req.method === 'POST' && path === '/' && String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+      void postedToken(req).then((token) => {
+        if (token !== undefined && timingSafeEqual(digest(token), expected)) {
+          guard.succeeded(client)
+          return signedIn(req, res)
+        }
+        refused(req, res, true, true)
       })
+      return
     }
+    const how = authorized(req, url)
+    if (how === null) return refused(req, res, req.headers.authorization !== undefined || url.searchParams.has('token') || /airlock_dashboard=/.test(req.headers.cookie ?? ''))
+    guard.succeeded(client)
+    // A `?token=` link works once: the answer sets the cookie and leaves the token out of the address.
+    if (how === 'query') return signedIn(req, res)
     if (req.method === 'GET' && (path === '/' || path === '')) {
       return send(res, 200, 'text/html; charset=utf-8', page, { 'content-security-policy': DASHBOARD_CSP })
     }

@@ -90,11 +90,16 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     const { base } = await MOUNTS[name]!()
     const none = await fetch(`${base}/`)
     const wrong = await fetch(`${base}/`, { headers: { authorization: 'Bearer not-the-token-at-all' } })
+    // A wrong token slows its client down: the next try within 250 ms is 429, whatever it sends.
+    const tooSoon = await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect([tooSoon.status, tooSoon.headers.get('retry-after')]).toEqual([429, '1'])
+    await sleep(300)
     const short = await fetch(`${base}/state?token=x`)
     for (const r of [none, wrong, short]) {
       expect(r.status).toBe(401)
       expect(await r.text()).toBe('unauthorized\n')
     }
+    await sleep(600) // the second failure in a row: 500 ms
     const page = await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })
     expect(page.status).toBe(200)
     const html = await page.text()
@@ -109,6 +114,32 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     expect(cookie).not.toContain(TOKEN)
     const withCookie = await fetch(`${base}/state`, { headers: { cookie: cookie.split(';')[0]! } })
     expect(withCookie.status).toBe(200)
+  })
+
+  it('signs in without the token in any URL: a browser gets a form, its POST sets the cookie; guessing is slowed down per client', async () => {
+    const { base } = await MOUNTS[name]!()
+    const form = await fetch(`${base}/`, { headers: { accept: 'text/html' } })
+    expect(form.status).toBe(401)
+    expect(await form.text()).toContain('<form method="post">')
+    expect(form.headers.get('content-security-policy')).toContain("form-action 'self'")
+    const post = (token: string) =>
+      fetch(`${base}/`, { method: 'POST', redirect: 'manual', headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }).toString() })
+    const bad = await post('guess-0000000000000000')
+    expect([bad.status, (await bad.text()).includes('That token is not right.')]).toEqual([401, true])
+    // Guessing: every try while the client must wait is 429, the real token too; the waits double.
+    let tries = 0
+    const t0 = Date.now()
+    while (Date.now() - t0 < 1_000) {
+      tries++
+      await post(`guess-${tries}`)
+    }
+    expect(tries).toBeGreaterThan(3)
+    const blocked = await post(TOKEN)
+    expect(blocked.status).toBe(429)
+    await sleep(Number(blocked.headers.get('retry-after')) * 1000 + 100)
+    const ok = await post(TOKEN)
+    expect(ok.status).toBe(303)
+    expect(ok.headers.get('set-cookie')).toMatch(/^airlock_dashboard=[0-9a-f]{64}; .*HttpOnly; SameSite=Strict/)
   })
 
   it('streams samples (held, limit, instances) and applies controls posted from the page; the gate follows', async () => {
