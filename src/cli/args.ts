@@ -97,10 +97,14 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
  * most {@link MAX_DURATION} ms (about 24.8 days). With `forever`, the words `forever`/`infinity`
  * mean no limit.
  */
-export function durationFlag(flag: string, value: string, options: { min: number; forever?: boolean }): number {
+export function durationFlag(flag: string, value: string, options: { min: number; forever?: boolean; unitless?: number }): number {
   if (options.forever && /^(forever|infinity)$/i.test(value)) return Infinity
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value)
   const ms = match ? Math.round(Number(match[1]) * UNITS[match[2] ?? 'ms']!) : NaN
+  // A bare number this small is surely seconds (`--ttl 60`): say so rather than run with 60 ms.
+  if (match && match[2] === undefined && options.unitless !== undefined && ms >= options.min && ms < options.unitless) {
+    throw new UsageError(`--${flag} is in milliseconds without a unit: ${value} is ${value} ms; did you mean ${value}s? (write ${value}ms if you do mean milliseconds)`)
+  }
   if (!Number.isFinite(ms) || ms < options.min) {
     const what = options.min > 0 ? 'a positive duration' : 'a duration'
     throw new UsageError(

@@ -102,7 +102,7 @@ export function parseExec(argv: readonly string[], env: NodeJS.ProcessEnv): Exec
     name: nameFlag('name', name),
     limit,
     weight,
-    ttl: flags.has('ttl') ? durationFlag('ttl', flags.get('ttl')!, { min: 1 }) : 60_000,
+    ttl: flags.has('ttl') ? durationFlag('ttl', flags.get('ttl')!, { min: 1, unitless: 1000 }) : 60_000,
     wait: flags.has('wait') ? durationFlag('wait', flags.get('wait')!, { min: 0, forever: true }) : 0,
     killAfter: flags.has('kill-after') ? durationFlag('kill-after', flags.get('kill-after')!, { min: 0 }) : 10_000,
     redis: flags.has('redis') ? redisUrlFlag('redis', redis) : redisUrlFlag('redis (AIRLOCK_REDIS_URL)', redis),

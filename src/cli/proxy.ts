@@ -83,7 +83,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   if (flags.has('mode') && !['session', 'request'].includes(flags.get('mode')!)) throw new UsageError(`--mode must be session or request, got '${flags.get('mode')}'`)
   set('mode', flags.get('mode'))
   set('queue', flags.has('queue') ? true : undefined)
-  set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1 }) : undefined)
+  set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 }) : undefined)
   set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
   set('trustProxy', flags.has('trust-proxy') ? true : undefined)
   if (flags.has('client-share')) set('clientShare', flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) })

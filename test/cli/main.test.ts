@@ -76,6 +76,8 @@ describe('airlock (in process)', () => {
     [['exec', '--name', 'x', '--limit', '2', '--weight', '3', ...redis, ...cmd], /--weight must be at most --limit \(2\), got '3'/],
     [['exec', '--name', 'x', '--ttl', 'soon', ...redis, ...cmd], /--ttl must be a positive duration in ms or with a unit \(500ms, 30s, 5m, 1h\), got 'soon'/],
     [['exec', '--name', 'x', '--ttl', '0', ...redis, ...cmd], /--ttl must be a positive duration/],
+    // Seconds written without a unit (issue 25): refused with the likely intent, not run with 60 ms.
+    [['exec', '--name', 'x', '--ttl', '60', ...redis, ...cmd], /--ttl is in milliseconds without a unit: 60 is 60 ms; did you mean 60s\? \(write 60ms if you do mean milliseconds\)/],
     [['exec', '--name', 'x', '--wait', '-5', ...redis, ...cmd], /--wait must be a duration .* or 'forever', got '-5'/],
     [['exec', '--name', 'x', '--kill-after', '5d', ...redis, ...cmd], /--kill-after must be a duration/],
     [['exec', '--name', 'x', '--prefix', '{x}', ...redis, ...cmd], /--prefix must be 1 to 64 characters/],
