@@ -140,3 +140,26 @@ describe('one path: bypass rules judge the path Fastify routes (issue 25)', () =
     await app.close()
   })
 })
+
+describe('misuse of the plugin caught at startup (issue 25)', () => {
+  it('registered inside an encapsulated context while the routes are outside it: ready() fails with one sentence', async () => {
+    const app = Fastify()
+    await app.register(async (sub) => {
+      await sub.register(airlockShield, { secret: 's'.repeat(32), store: memoryStore(), logger: { warn() {} } })
+    })
+    app.get('/', async () => 'ungated')
+    await expect(app.ready()).rejects.toThrow(/^airlockShield gates no route: register it on the app itself \(not inside app\.register\(\.\.\.\)\) and before your routes/)
+  })
+
+  it('registered on the app before its routes: fine; with no route at all: fine', async () => {
+    const app = Fastify()
+    await app.register(airlockShield, { secret: 's'.repeat(32), store: memoryStore(), logger: { warn() {} } })
+    app.get('/', async () => 'gated')
+    await app.ready()
+    await app.close()
+    const bare = Fastify()
+    await bare.register(airlockShield, { secret: 's'.repeat(32), store: memoryStore(), logger: { warn() {} } })
+    await bare.ready()
+    await bare.close()
+  })
+})

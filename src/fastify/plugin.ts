@@ -16,7 +16,7 @@ import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, type DashboardOptions } from '../dashboard/server.js'
 import { COMMAND_HEADER, controlFor, cookieList, NO_CONTROL, runCommand } from '../gate/control.js'
 import { GATE_OPTION_KEYS, type AirlockControl, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
-import { optionError } from '../base/errors.js'
+import { AirlockError, optionError } from '../base/errors.js'
 import { describe } from '../base/validate.js'
 
 /** Options of the Fastify plugin: the gate's options, plus `global`. */
@@ -289,7 +289,16 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
   const gates: Gate<FastifyRequest>[] = [gate]
   const hooks = makeHooks(gate, slots)
   // Serve only once every gate has read its live control (a closed site stays closed across a restart).
+  let routesSeen = 0
   fastify.addHook('onReady', async () => {
+    // Routes exist, yet none was declared where this plugin's hooks apply: it gates nothing.
+    if (routesSeen === 0 && !fastify.printRoutes().includes('(empty tree)')) {
+      throw new AirlockError(
+        'ERR_AIRLOCK_OPTION',
+        'airlockShield gates no route: register it on the app itself (not inside app.register(...)) and before your routes; ' +
+          'routes declared before it or outside its encapsulation context are not gated',
+      )
+    }
     await Promise.all(gates.map((g) => g.ready))
   })
   // One gate per route config object: Fastify's derived HEAD route shares its GET route's config.
@@ -301,6 +310,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
     if (gate.mode === 'session') route.onRequest = prepend(route.onRequest, hooks.onConfirm) as HookList
   }
   fastify.addHook('onRoute', (route) => {
+    routesSeen++
     const cfg = (route.config as { airlock?: unknown } | undefined)?.airlock
     if (cfg !== false && (cfg === undefined ? global : cfg === true || cfg === gate.name)) {
       attach(route, hooks)
