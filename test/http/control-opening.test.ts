@@ -25,7 +25,9 @@ describe('a scheduled opening', () => {
   afterAll(async () => fleet?.stop())
 
   it('those who came before opensAt are admitted in uniformly random order, all before anyone who came after', { timeout: 120_000 }, async () => {
-    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-open', MODE: 'session', LIMIT: '8', WORK_MS: '1', QUEUE: '1', POLL_MS: '300' })
+    // 220 browsers polling two instances on a busy CI box: a store call may take longer than the
+    // default 200 ms budget there, which would answer a poll 503 (store unavailable) and end the test.
+    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-open', MODE: 'session', LIMIT: '8', WORK_MS: '1', QUEUE: '1', POLL_MS: '300', STORE_TIMEOUT: '2000' })
     // Opening far ahead while the 200 arrive (however slow the machine), then moved to shortly after.
     const control = airlockControl({ name: 'steer-open', store: priv.store })
     await control.set({ opensAt: Date.now() + 600_000 })
@@ -45,7 +47,7 @@ describe('a scheduled opening', () => {
           await b.get('/leave')
           return
         }
-        if (r.status !== 202) throw new Error(`visitor ${id} polled ${r.status}`)
+        if (r.status !== 202) throw new Error(`visitor ${id} polled ${r.status} ${r.body.slice(0, 120)}`)
       }
       throw new Error(`visitor ${id} was never admitted`)
     }
