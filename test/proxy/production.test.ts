@@ -17,7 +17,7 @@ import { createProxy, type AirlockProxy, type ProxyOptions } from '../../src/pro
 import { memoryStore } from '../../src/stores/memory.js'
 import { sleep, until } from '../helpers/wait.js'
 import { nodeOrigin, phpOrigin, type Origin } from './origins.js'
-import { nextAddress } from '../http/harness.js'
+import { hit, nextAddress } from '../http/harness.js'
 
 const SECRET = 'a-proxy-test-secret-at-least-32-bytes'
 const proxies: AirlockProxy[] = []
@@ -257,6 +257,14 @@ describe('clients and origins that leave midway', () => {
     expect(res.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).toMatch(/; Secure/)
     const plain = await fetch(`${base}/`)
     expect(plain.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).not.toMatch(/; Secure/)
+  })
+
+  it('a bypass rule judges the path up to ;: /admin;.css is gated (an origin may serve it as /admin), /app.css;v=2 is not', async () => {
+    const { base } = await proxy({ target: origin.url, limit: 1, bypass: [/\.css$/] })
+    expect((await hit(`${base}/admin`, { from: nextAddress() })).status).toBe(200) // the only slot
+    const trick = await hit(`${base}/admin;.css`, { headers: { accept: 'application/json' }, from: nextAddress() })
+    expect(trick.status).toBe(503)
+    expect((await hit(`${base}/app.css;v=2`, { from: nextAddress() })).status).toBe(200)
   })
 
   it("the client share counts the client behind trusted hops (the nearest untrusted X-Forwarded-For address), else the connection's", async () => {
