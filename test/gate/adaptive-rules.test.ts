@@ -13,6 +13,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
 import { hasRedisServer, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
+import { hit, nextAddress } from '../http/harness.js'
 
 const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long'
 const closers: (() => Promise<unknown> | unknown)[] = []
@@ -135,10 +136,10 @@ describe('session mode: passes out above the figure in force', () => {
       Array.from({ length: 12 }, async () => {
         let cookie: string | undefined
         let failedWithPass = false
+        const from = nextAddress() // a visitor of its own (the client share counts by address)
         while (Date.now() < end) {
-          const r = await fetch(url, { headers: cookie ? { cookie } : {} })
-          await r.arrayBuffer()
-          cookie = r.headers.get('set-cookie')?.split(';')[0] ?? cookie
+          const r = await hit(url, { headers: cookie ? { cookie } : {}, from })
+          cookie = r.cookies[0]?.split(';')[0] ?? cookie
           if (r.status === 500 && cookie) failedWithPass = true
           if (r.status === 503 && failedWithPass) passHolderBusy++
           if (r.status !== 200) await sleep(30)
@@ -172,11 +173,11 @@ describe('session mode: a latency cut holds at once', () => {
     await Promise.all(
       Array.from({ length: 12 }, async () => {
         let cookie: string | undefined
+        const from = nextAddress() // a visitor of its own (the client share counts by address)
         while (Date.now() < end) {
-          const r = await fetch(url, { headers: cookie ? { cookie } : {} })
-          await r.arrayBuffer()
+          const r = await hit(url, { headers: cookie ? { cookie } : {}, from })
           if (r.status === 503 && cookie) passHolderBusy++
-          cookie = r.headers.get('set-cookie')?.split(';')[0] ?? cookie
+          cookie = r.cookies[0]?.split(';')[0] ?? cookie
           if (r.status !== 200) await sleep(30)
         }
       }),

@@ -16,6 +16,7 @@ import type { Lease } from '../../src/core/semaphore.js'
 import { redisStore } from '../../src/stores/redis.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
+import { hit, nextAddress } from '../http/harness.js'
 
 requireRedis()
 
@@ -61,10 +62,10 @@ async function crowd(urls: string[], clients: number, ms: number): Promise<Recor
   await Promise.all(
     Array.from({ length: clients }, async (_, i) => {
       let cookie: string | undefined
+      const from = nextAddress() // each client a visitor of its own (the client share counts by address)
       while (Date.now() < end) {
-        const res = await fetch(urls[i % urls.length]!, { headers: cookie ? { cookie } : {} })
-        await res.arrayBuffer()
-        cookie = res.headers.get('set-cookie')?.split(';')[0] ?? cookie
+        const res = await hit(urls[i % urls.length]!, { headers: cookie ? { cookie } : {}, from, timeout: 20_000 })
+        cookie = res.cookies[0]?.split(';')[0] ?? cookie
         statuses[res.status] = (statuses[res.status] ?? 0) + 1
         if (res.status === 503) await sleep(10)
       }
