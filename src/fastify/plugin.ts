@@ -77,21 +77,7 @@ interface Registry {
 }
 
 function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
-  return { method: request.method, url: routedUrl(request), headers: request.headers, secure: request.protocol === 'https', ip: request.ip, request }
-}
-
-/**
- * The URL as Fastify routes it: with `useSemicolonDelimiter`, `;` starts the query (`/admin;.css`
- * is routed to `/admin`), so bypass rules must not see `.css` as part of the path.
- */
-function routedUrl(request: FastifyRequest): string {
-  const url = request.url
-  if (!url.includes(';')) return url
-  const config = request.server.initialConfig as { routerOptions?: { useSemicolonDelimiter?: boolean }; useSemicolonDelimiter?: boolean }
-  if ((config.routerOptions?.useSemicolonDelimiter ?? config.useSemicolonDelimiter) !== true) return url
-  const semi = url.indexOf(';')
-  const q = url.indexOf('?')
-  return q >= 0 && q < semi ? url : `${url.slice(0, semi)}?${url.slice(semi + 1)}`
+  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, request }
 }
 
 function controlOf(reply: Hooked, registry: Registry): AirlockControl {

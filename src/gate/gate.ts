@@ -405,6 +405,7 @@ export class Gate<Req = unknown> {
     const poll = view.headers['x-airlock-poll'] !== undefined
     if (result.status === 'queued') {
       const place = line.place(result, opening)
+      if (line.door) line.door.pressure.waiting = place.waiting // the line's length raises the door's difficulty
       this.queueEvent(ticketId === undefined ? 'enter' : 'wait', place.position, place.waiting)
       const ticket = `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.#passes.secureTail(this.#s.cookie.tail, view.secure)}`
       return {

@@ -12,7 +12,7 @@ import { Registry } from 'prom-client'
 import { airlockMetrics } from '../../src/prometheus.js'
 import type { ChallengeEvent } from '../../src/base/events.js'
 import { leadingZeroBits } from '../../src/gate/challenge.js'
-import type { GateOptions } from '../../src/gate/gate.js'
+import { createGate, type GateOptions } from '../../src/gate/gate.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
 import { recordingLogger } from '../helpers/stores.js'
@@ -159,3 +159,23 @@ describe('the proof-of-work door', () => {
 })
 
 
+
+describe('the door under pressure', () => {
+  it("the line's length raises the difficulty: a line of 2,000 asks one bit more", async () => {
+    const store = memoryStore()
+    const gate = createGate({ store, secret: SECRET, limit: 1, logger: recordingLogger(), queue: { challenge: { difficulty: 8 } } })
+    const line = { order: 'fifo' as const, maxLength: 0, idleTimeout: 30_000, claimWindow: 10_000 }
+    await store.acquire('default', { token: 'holder', limit: 1, ttl: 60_000, weight: 1 })
+    for (let i = 0; i < 2_000; i++) await store.acquire('default', { token: `w${i}`, limit: 1, ttl: 60_000, weight: 1, queue: line })
+    const view = (headers: Record<string, string>) => ({ method: 'GET', url: '/', headers: { accept: 'application/json', ...headers }, secure: false, ip: '203.0.113.9', request: {} })
+    const difficultyOf = async (d: unknown) => (JSON.parse((d as { response: { body: string } }).response.body) as { difficulty: number; challenge: string })
+    const first = await gate.decide(view({}))
+    const c = await difficultyOf(first)
+    expect(c.difficulty).toBe(8) // nothing seen of the line yet
+    const door = (first as { setCookie: string }).setCookie.split(';')[0]!
+    const queued = await gate.decide(view({ cookie: door, 'x-airlock-solution': solve(c.challenge, c.difficulty) }))
+    expect(queued).toMatchObject({ kind: 'queued', position: 2_001 })
+    expect((await difficultyOf(await gate.decide(view({})))).difficulty).toBe(9)
+    await gate.close()
+  })
+})
