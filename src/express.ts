@@ -4,6 +4,7 @@
  */
 import { IncomingMessage, type ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
+import type { RoutingRules } from './gate/bypass.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
 import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
@@ -16,6 +17,8 @@ export interface ExpressLikeRequest extends IncomingMessage {
   secure?: boolean
   /** Express: the client's address as seen through the `trust proxy` setting. */
   ip?: string
+  /** Express: the application, for its `case sensitive routing` setting. */
+  app?: { get?(setting: string): unknown }
 }
 
 /** The parts of an Express 4/5 response the middleware uses (express's `Response` fits). */
@@ -44,6 +47,8 @@ function isSecure(req: ExpressLikeRequest): boolean {
   if (typeof req.secure === 'boolean') return req.secure
   return Boolean((req.socket as { encrypted?: boolean } | undefined)?.encrypted)
 }
+
+const FOLD_CASE: RoutingRules = { foldCase: true }
 
 function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, req: Req, res: ExpressLikeResponse): AirlockControl {
   const jar = {
@@ -157,6 +162,9 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
       headers: req.headers,
       secure: isSecure(req),
       ip: req.ip ?? req.socket?.remoteAddress,
+      // Express routes without regard to case unless told otherwise (and, unless `strict`, ignores
+      // a trailing slash, which the bypass rules always allow for).
+      routing: req.app?.get?.('case sensitive routing') === true ? undefined : FOLD_CASE,
       request: req,
     })
     if (d instanceof Promise) d.then((decision) => apply(req, res, next, decision), next)

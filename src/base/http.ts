@@ -142,23 +142,3 @@ export function prefersJson(accept: string | string[] | undefined): boolean {
 export function headAnswer<T extends { headers: Readonly<Record<string, string>>; body: string }>(get: T): T {
   return { ...get, headers: { ...get.headers, 'content-length': String(Buffer.byteLength(get.body)) } }
 }
-
-/** The path of a request URL (without query string or fragment). */
-export function pathOf(url: string): string {
-  const q = url.indexOf('?')
-  const h = url.indexOf('#')
-  const end = q < 0 ? h : h < 0 ? q : Math.min(q, h)
-  return end < 0 ? url : url.slice(0, end)
-}
-
-/**
- * The path a bypass rule judges: {@link pathOf}, also cut at the first `;`. Routers and origins
- * that take `;` as a delimiter (Fastify's `useSemicolonDelimiter`, Java's path parameters behind
- * `airlock proxy`) serve `/admin;.css` as `/admin`; judged whole, a `/\.css$/` rule would let it
- * through. Cut, a path with `;` is only ever gated more, never less (`/app.css;v=2` still matches).
- */
-export function bypassPathOf(url: string): string {
-  const path = pathOf(url)
-  const semi = path.indexOf(';')
-  return semi < 0 ? path : path.slice(0, semi)
-}

@@ -76,8 +76,23 @@ interface Registry {
   slots: Slots[]
 }
 
+const folds = new WeakMap<object, boolean>()
+/** Whether the server's router ignores case (`routerOptions.caseSensitive: false`, or the older top-level option). */
+function foldsCase(server: FastifyInstance): boolean {
+  let fold = folds.get(server.initialConfig)
+  if (fold === undefined) {
+    const config = server.initialConfig as { routerOptions?: { caseSensitive?: boolean }; caseSensitive?: boolean }
+    fold = (config.routerOptions?.caseSensitive ?? config.caseSensitive) === false
+    folds.set(server.initialConfig, fold)
+  }
+  return fold
+}
+
 function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
-  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, request }
+  // The route find-my-way chose (a static one is the path it routed: trailing and doubled slashes,
+  // escapes and case already resolved), for the bypass rules.
+  const routing = { route: request.routeOptions.url, foldCase: foldsCase(request.server) }
+  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, routing, request }
 }
 
 function controlOf(reply: Hooked, registry: Registry): AirlockControl {

@@ -5,7 +5,7 @@
  */
 import { newVisitorId, type EnterResult } from '../core/waiting-room.js'
 import { createSemaphore, type Lease, type Semaphore, type SemaphoreState } from '../core/semaphore.js'
-import { bypassPathOf, firstCookie, prefersJson } from '../base/http.js'
+import { firstCookie, prefersJson } from '../base/http.js'
 import { CONFIRMED, type GateResponse } from '../pages/answers.js'
 import { GateAnswers } from './busy.js'
 import { StoreGuard } from './guard.js'
@@ -229,7 +229,7 @@ export class Gate<Req = unknown> {
   private decideNow(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const s = this.#s
     if (s.confirm && view.url.endsWith(CONFIRM_QUERY)) return this.confirmRequest(view)
-    if (s.bypass !== undefined && s.bypass.matches(bypassPathOf(view.url))) return this.confirm(view)
+    if (s.bypass !== undefined && s.bypass.bypasses(view.url, view.routing)) return this.confirm(view)
     if (s.skip !== undefined && this.answers.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
     if (this.#steer.passthrough) return BYPASS
     if (s.mode === 'request') return this.decideRequest(view)

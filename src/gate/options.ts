@@ -13,37 +13,8 @@ import { describe, duration, durationOrZero, knownKeys, notTinyMs, oneOf, positi
 import type { BusyPage } from '../pages/busy.js'
 import type { GateQueueOptions } from './line.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
+import { PathMatcher } from './bypass.js'
 import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'
-
-/** Paths never gated: exact paths, path prefixes (`/static/`), and patterns. */
-export class PathMatcher {
-  private readonly exact = new Set<string>()
-  private readonly prefixes: string[] = []
-  private readonly patterns: RegExp[] = []
-
-  constructor(list: readonly unknown[]) {
-    for (const [i, b] of list.entries()) {
-      if (b instanceof RegExp) this.patterns.push(b)
-      else if (typeof b === 'string' && b.startsWith('/')) {
-        const p = b.length > 1 && b.endsWith('/') ? b.slice(0, -1) : b
-        this.exact.add(p)
-        this.prefixes.push(p === '/' ? '/' : `${p}/`)
-      } else {
-        optionError(`bypass[${i}] must be a path starting with '/' or a RegExp, got ${describe(b)}`)
-      }
-    }
-  }
-
-  matches(path: string): boolean {
-    if (this.exact.has(path)) return true
-    for (const p of this.prefixes) if (path.startsWith(p)) return true
-    for (const r of this.patterns) {
-      r.lastIndex = 0
-      if (r.test(path)) return true
-    }
-    return false
-  }
-}
 
 /** The pass cookie, resolved. */
 export interface CookieSettings {

@@ -8,6 +8,7 @@ import type { GateQueueOptions } from './line.js'
 import type { ClientShareOptions } from './client-share.js'
 import type { Duration } from '../base/validate.js'
 import type { InstanceReport } from './stats.js'
+import type { RoutingRules } from './bypass.js'
 
 export type { GateResponse } from '../pages/answers.js'
 
@@ -93,6 +94,9 @@ export interface GateOptions<Req = unknown> {
   /**
    * Paths never gated (health checks, static assets). A string matches that path and everything
    * under it (`'/static'` matches `/static` and `/static/app.css`); a RegExp is tested on the path.
+   * A request is let through only when every reading of its path a router could route (decoded,
+   * `..` resolved, without a trailing slash, in lower case where the router ignores case) matches a
+   * rule: see "One path" in docs/gate.md.
    */
   bypass?: string | RegExp | ReadonlyArray<string | RegExp>
   /** Return `true` to let a request through ungated (synchronous). */
@@ -176,6 +180,8 @@ export interface RequestView<Req = unknown> {
   secure: boolean
   /** The client's address (as the framework's trust-proxy setting sees it), for `clientShare`. */
   ip?: string | undefined
+  /** How the framework routes this request's path, for `bypass` rules (see `RoutingRules`). */
+  routing?: RoutingRules | undefined
   /** The framework's request, for `skip`, `nonce` and `busyPage`. */
   request: Req
 }

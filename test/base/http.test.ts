@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bypassPathOf, cookieValues, firstCookie, pathOf, prefersJson } from '../../src/base/http.js'
+import { cookieValues, firstCookie, prefersJson } from '../../src/base/http.js'
 
 describe('cookies', () => {
   it('finds exactly the named cookie', () => {
@@ -50,19 +50,5 @@ describe('content negotiation', () => {
     ['text/html', false],
   ])('Accept %j prefers JSON: %s', (accept, json) => {
     expect(prefersJson(accept)).toBe(json)
-  })
-})
-
-describe('pathOf', () => {
-  it('drops the query and fragment', () => {
-    expect(pathOf('/a/b?c=d#e')).toBe('/a/b')
-    expect(pathOf('/a#x?y')).toBe('/a')
-    expect(pathOf('/')).toBe('/')
-  })
-
-  it('for bypass rules, also cuts at the first ; (a path parameter or a delimiter to some routers)', () => {
-    expect(bypassPathOf('/admin;.css')).toBe('/admin')
-    expect(bypassPathOf('/app.css;v=2?x=1')).toBe('/app.css')
-    expect(bypassPathOf('/a/b?c=;d')).toBe('/a/b')
   })
 })

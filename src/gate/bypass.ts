@@ -1,0 +1,137 @@
+/**
+ * The `bypass` option: which requests are never gated. A rule is judged on the path the framework
+ * routes, not only on the path as sent: routers and origins read one request path in several ways
+ * (Fastify's `useSemicolonDelimiter`, `ignoreTrailingSlash`, `ignoreDuplicateSlashes` and
+ * `caseSensitive: false`; Express's default non-strict, case-insensitive routing; percent-encoded
+ * letters that find-my-way decodes; `..` segments an origin behind `airlock proxy` resolves). A
+ * request is let through only when **every** plausible reading of its path is a bypassed path, so a
+ * path trick can only ever gate a request more, never less (issue 25).
+ */
+import { optionError } from '../base/errors.js'
+import { describe } from '../base/validate.js'
+
+/** The path of a request URL (without query string or fragment). */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?')
+  const h = url.indexOf('#')
+  const end = q < 0 ? h : h < 0 ? q : Math.min(q, h)
+  return end < 0 ? url : url.slice(0, end)
+}
+
+/**
+ * {@link pathOf}, also cut at the first `;`. Routers and origins that take `;` as a delimiter
+ * (Fastify's `useSemicolonDelimiter`, Java's path parameters behind `airlock proxy`) serve
+ * `/admin;.css` as `/admin`; judged whole, a `/\.css$/` rule would let it through.
+ */
+export function bypassPathOf(url: string): string {
+  const path = pathOf(url)
+  const semi = path.indexOf(';')
+  return semi < 0 ? path : path.slice(0, semi)
+}
+
+/** How the framework in front of the gate routes, as far as a path's reading goes. */
+export interface RoutingRules {
+  /** The router matches paths without regard to case (Express's default; Fastify `caseSensitive: false`). */
+  foldCase?: boolean | undefined
+  /** The route the framework chose, when it names one path (a static route: no parameters or wildcards). */
+  route?: string | undefined
+}
+
+// Anything in a path that some router or origin reads otherwise: an escape, a doubled or trailing
+// slash, a dot segment, a backslash.
+const UNUSUAL = /%|\/\/|\/\.|\\|.\/$/
+
+/** Every way a router may read a request URL's path: the first is the path as sent (cut at `;`). */
+export function pathReadings(url: string, rules: RoutingRules = {}): string[] {
+  const cut = bypassPathOf(url)
+  const readings = [cut]
+  const add = (p: string): void => void (readings.includes(p) || readings.push(p))
+  if (UNUSUAL.test(cut)) {
+    const decoded = bypassPathOf(decodeLoosely(cut))
+    const normal = removeDotSegments(decoded.replace(/\\/g, '/').replace(/\/{2,}/g, '/'))
+    for (const p of [decoded, normal]) add(p)
+    for (const p of [cut, decoded, normal]) if (p.length > 1 && p.endsWith('/')) add(p.replace(/\/+$/, '') || '/')
+  }
+  if (rules.route !== undefined && !/[:*(]/.test(rules.route)) add(rules.route)
+  if (rules.foldCase) for (const p of [...readings]) add(p.toLowerCase())
+  return readings
+}
+
+function decodeLoosely(path: string): string {
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    // A malformed escape: decode what can be decoded, one escape at a time.
+    return path.replace(/%[0-9a-f]{2}/gi, (e) => {
+      try {
+        return decodeURIComponent(e)
+      } catch {
+        return e
+      }
+    })
+  }
+}
+
+/** RFC 3986 §5.2.4, as origins resolve `/a/../b` and `/./b`. */
+function removeDotSegments(path: string): string {
+  const out: string[] = []
+  const parts = path.split('/')
+  for (const [i, part] of parts.entries()) {
+    if (part === '..') {
+      if (out.length > 1) out.pop()
+      if (i === parts.length - 1) out.push('')
+    } else if (part === '.') {
+      if (i === parts.length - 1) out.push('')
+    } else out.push(part)
+  }
+  const joined = out.join('/')
+  return joined.startsWith('/') ? joined : `/${joined}`
+}
+
+/** Paths never gated: exact paths, path prefixes (`/static/`), and patterns. */
+export class PathMatcher {
+  private readonly exact = new Set<string>()
+  private readonly prefixes: string[] = []
+  private readonly patterns: RegExp[] = []
+
+  constructor(list: readonly unknown[]) {
+    for (const [i, b] of list.entries()) {
+      if (b instanceof RegExp) this.patterns.push(b)
+      else if (typeof b === 'string' && b.startsWith('/')) {
+        const p = b.length > 1 && b.endsWith('/') ? b.slice(0, -1) : b
+        this.exact.add(p)
+        this.prefixes.push(p === '/' ? '/' : `${p}/`)
+      } else {
+        optionError(`bypass[${i}] must be a path starting with '/' or a RegExp, got ${describe(b)}`)
+      }
+    }
+  }
+
+  /**
+   * Whether a request URL is bypassed: every reading of its path ({@link pathReadings}) matches a
+   * rule. With `foldCase`, path rules (strings) compare without case, as the router does; patterns
+   * are tested as written on each reading, the lower-cased ones included.
+   */
+  bypasses(url: string, rules?: RoutingRules): boolean {
+    const fold = rules?.foldCase === true
+    for (const path of pathReadings(url, rules)) if (!this.matches(path, fold)) return false
+    return true
+  }
+
+  /** Whether one path matches a rule. */
+  matches(path: string, foldCase = false): boolean {
+    if (foldCase) {
+      const lower = path.toLowerCase()
+      for (const p of this.exact) if (p.toLowerCase() === lower) return true
+      for (const p of this.prefixes) if (lower.startsWith(p.toLowerCase())) return true
+    } else {
+      if (this.exact.has(path)) return true
+      for (const p of this.prefixes) if (path.startsWith(p)) return true
+    }
+    for (const r of this.patterns) {
+      r.lastIndex = 0
+      if (r.test(path)) return true
+    }
+    return false
+  }
+}
