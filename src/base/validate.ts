@@ -62,6 +62,11 @@ function atMost(option: string, value: number, bound: DurationBound, unit = 'ms'
 /** A duration: milliseconds as a number, or text with its unit (`'250ms'`, `'60s'`, `'5m'`, `'1h'`). */
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h'}`
 
+/** A duration already checked and meant in milliseconds, passed on to another factory (`'400ms'`: not a unit mistake). */
+export function inMs(ms: number): Duration {
+  return `${ms}ms`
+}
+
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
 const DURATION_TEXT = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/
 
@@ -175,11 +180,48 @@ export function optionsObject(what: string, options: unknown, allowed: readonly 
   knownKeys(what, options, allowed)
 }
 
-/** Rejects option keys the caller did not mean (typos such as `limt`). */
+/** Rejects option keys the caller did not mean (typos such as `limt`), naming the likely one. */
 export function knownKeys(what: string, options: object, allowed: readonly string[]): void {
   for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      optionError(`${what} has no option '${key}'; known options are ${allowed.join(', ')}`)
+    if (!allowed.includes(key)) optionError(unknownKeyMessage(what, key, allowed))
+  }
+}
+
+/** `x has no option 'passTTL' (did you mean 'passTtl'?); known options are ...`. */
+export function unknownKeyMessage(what: string, key: string, allowed: readonly string[]): string {
+  const near = nearest(key, allowed)
+  return `${what} has no option '${key}'${near === undefined ? '' : ` (did you mean '${near}'?)`}; known options are ${allowed.join(', ')}`
+}
+
+/**
+ * The known key a typo most likely meant: the same letters in another case or with `_`/`-`
+ * (`pass_ttl`, `PASSTTL`), or within a small edit distance (one edit for short keys, two for longer).
+ */
+export function nearest(key: string, allowed: readonly string[]): string | undefined {
+  const plain = (k: string): string => k.toLowerCase().replace(/[_-]/g, '')
+  const same = allowed.find((a) => plain(a) === plain(key))
+  if (same !== undefined) return same
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const a of allowed) {
+    const d = editDistance(plain(key), plain(a))
+    if (d < bestDistance) [best, bestDistance] = [a, d]
+  }
+  return best !== undefined && bestDistance <= (best.length > 5 ? 2 : 1) ? best : undefined
+}
+
+/** Levenshtein distance with adjacent transpositions (optimal string alignment). */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return Infinity
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)])
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1)
+      d[i]![j] = v
     }
   }
+  return d[a.length]![b.length]!
 }

@@ -2,7 +2,7 @@
  * A small, strict flag parser: `--flag value`, `--flag=value`, short aliases, `--` to end the
  * flags. Unknown flags, missing values and repeated flags are usage errors naming the flag.
  */
-import { MAX_DURATION, safeName, TIMER_BOUND } from '../base/validate.js'
+import { MAX_DURATION, nearest, safeName, TIMER_BOUND } from '../base/validate.js'
 import { UsageError } from './exit.js'
 
 export interface FlagSpec {
@@ -49,7 +49,10 @@ export function parseFlags(argv: readonly string[], specs: readonly FlagSpec[], 
       const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
       if (eq !== -1) inline = arg.slice(eq + 1)
       spec = byName.get(name)
-      if (!spec) throw new UsageError(`unknown flag --${name}`)
+      if (!spec) {
+        const near = nearest(name, [...byName.keys()])
+        throw new UsageError(`unknown flag --${name}${near === undefined ? '' : `; did you mean --${near}?`}`)
+      }
     } else {
       spec = arg.length === 2 ? byShort.get(arg[1]!) : undefined
       if (!spec) throw new UsageError(`unknown flag ${arg}`)
@@ -117,6 +120,13 @@ export function durationFlag(flag: string, value: string, options: { min: number
     )
   }
   return ms
+}
+
+/** `--host`: an address to listen on (default 127.0.0.1); an empty one is refused. */
+export function hostFlag(value: string | undefined): string {
+  if (value === undefined) return '127.0.0.1'
+  if (value.trim() === '' || /\s/.test(value)) throw new UsageError(`--host must be an address such as 127.0.0.1 or 0.0.0.0, got '${value}'`)
+  return value
 }
 
 /** A name flag (`--name report`), with the same rule as semaphore names. */

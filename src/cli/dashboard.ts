@@ -5,7 +5,7 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard } from '../dashboard/server.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -52,7 +52,7 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
   redisUrlFlag('redis', url)
   const names = (flags.get('name') ?? 'default').split(',').map((n) => nameFlag('name', n.trim()))
   const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 9090
-  const host = flags.get('host') ?? '127.0.0.1'
+  const host = hostFlag(flags.get('host'))
   const token = io.env[TOKEN_ENV]
   if (token === undefined || token.length < 16) {
     throw new CliError(EXIT.CONFIG, `${token === undefined ? 'no' : 'a too short'} dashboard token: set ${TOKEN_ENV} (16+ characters), e.g. ${TOKEN_ENV}=$(openssl rand -hex 24)`)

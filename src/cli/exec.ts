@@ -19,6 +19,7 @@ import {
   type FlagSpec,
 } from './args.js'
 import { CliError, EXIT, UsageError } from './exit.js'
+import { inMs } from '../base/validate.js'
 import { connectRedis } from './redis.js'
 
 /** Signals passed on to the command while it runs. (SIGUSR1 is Node's debugger signal.) */
@@ -121,7 +122,7 @@ export async function execCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   const redis = await connectRedis(options.redis, options.prefix)
   try {
-    const semaphore = createSemaphore({ name: options.name, limit: options.limit, ttl: options.ttl, store: redis.store })
+    const semaphore = createSemaphore({ name: options.name, limit: options.limit, ttl: inMs(options.ttl), store: redis.store })
     return await supervise(semaphore, options, io)
   } catch (err) {
     if (isAirlockError(err, 'ERR_AIRLOCK_STORE_UNAVAILABLE')) {

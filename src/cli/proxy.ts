@@ -8,7 +8,7 @@ import { isAirlockError } from '../base/errors.js'
 import { randomSecret } from '../base/signing.js'
 import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import { durationFlag, flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { durationFlag, flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -104,9 +104,11 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   if (io.env.AIRLOCK_SECRET) set('secret', io.env.AIRLOCK_SECRET)
   if (options.target === undefined) throw new UsageError('--target is required (the origin: --target http://127.0.0.1:8080)')
   const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 3000
-  const host = flags.get('host') ?? '127.0.0.1'
+  const host = hostFlag(flags.get('host'))
   const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
   if (url !== undefined) redisUrlFlag('redis', url)
+  // Checked with or without Redis: a bad prefix is a mistake even where it is not used yet.
+  const prefix = nameFlag('prefix', flags.get('prefix') ?? 'airlock')
   const describe = (listening: string): string => `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
   /** createProxy, its errors as the command's (a bad option exits 64 naming it; a missing peer 69). */
   const build = async (more: Partial<ProxyOptions>) => {
@@ -128,7 +130,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
     // One secret for every worker, so a pass one gives is good at the others.
     return runPrimary(workers, { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() }, (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`), io)
   }
-  const redis = url === undefined ? undefined : await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  const redis = url === undefined ? undefined : await connectRedis(url, prefix)
   try {
     const log = { level: (level ?? 'info') as LogLevel, format: (format ?? 'json') as LogFormat, destination: { write: (text: string) => io.out(text) } }
     const app = await build({ store: redis?.store, log })

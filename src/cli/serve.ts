@@ -6,7 +6,7 @@ import { isAirlockError } from '../base/errors.js'
 import { apiKeysFromEnv, KEY_ENV, type ApiKeys } from '../lock-server/keys.js'
 import { createLockServer } from '../lock-server/server.js'
 import { memoryStore } from '../stores/memory.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -67,8 +67,7 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`)
   }
-  const host = flags.get('host') ?? '127.0.0.1'
-  if (host === '') throw new UsageError("--host must be an address such as 127.0.0.1 or 0.0.0.0, got ''")
+  const host = hostFlag(flags.get('host'))
   const redis = flags.get('redis') ?? (env.AIRLOCK_REDIS_URL || undefined)
   const dataFormat = flags.get('data-format') ?? 'envelope'
   if (dataFormat !== 'envelope' && dataFormat !== 'raw') throw new UsageError(`--data-format must be envelope or raw, got '${dataFormat}'`)

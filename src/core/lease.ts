@@ -3,7 +3,7 @@
  * the state of a semaphore's slots. Shared by the semaphore, the waiting room and the waits.
  */
 import { randomBytes } from 'node:crypto'
-import { duration } from '../base/validate.js'
+import { duration, type Duration } from '../base/validate.js'
 import type { LeaseState, Store } from '../stores/types.js'
 
 /** What `run` hands to the job. */
@@ -21,7 +21,7 @@ export interface LeaseHandle {
   /** Store-clock ms; known once acquired or refreshed by this handle. */
   readonly expiresAt: number | undefined
   /** Extends the slot to `now + ttl` (default: the semaphore's ttl). `false` if no longer owned. */
-  refresh(ttl?: number): Promise<boolean>
+  refresh(ttl?: Duration): Promise<boolean>
   /** Frees the slot. `true` only if this call released a live slot; later calls return `false`. */
   release(): Promise<boolean>
   /** Asks the store: `'acquired' | 'expired' | 'released'`. */
@@ -87,8 +87,8 @@ export class LeaseImpl implements LeaseHandle {
     this.expiresAt = acquired?.expiresAt
   }
 
-  async refresh(ttl: number = this.sem.ttl): Promise<boolean> {
-    duration('ttl', ttl)
+  async refresh(given?: Duration): Promise<boolean> {
+    const ttl = given === undefined ? this.sem.ttl : duration('ttl', given)
     if (this.released) return false
     const result = await this.sem.store.refresh(this.sem.name, this.token, ttl)
     if (!result.ok) return false

@@ -9,11 +9,13 @@ import {
   describe,
   duration,
   knownKeys,
+  notTinyMs,
   optionsObject,
   positiveInteger,
   productBound,
   semaphoreName,
   waitDuration,
+  type Duration,
 } from '../base/validate.js'
 
 /** Options of {@link createSemaphore}. All durations in milliseconds, at most 2^31 − 1 (a timer's limit). */
@@ -25,8 +27,11 @@ export interface SemaphoreOptions {
    * lowering it never takes a slot from its holder, new acquires wait until fewer are held).
    */
   limit: number | (() => number)
-  /** Life of a slot; a crashed holder's slot frees itself after this. */
-  ttl: number
+  /**
+   * Life of a slot; a crashed holder's slot frees itself after this. Milliseconds or text with a
+   * unit (`'30s'`); a bare number under 1000 is refused as a likely unit mistake (write `'400ms'`).
+   */
+  ttl: Duration
   /**
    * At most this many acquisitions per minute across every process on the store (evenly spaced,
    * in bursts of up to a second's worth, at least 2); an acquisition the rate refuses waits or fails as if the
@@ -92,7 +97,7 @@ export class Semaphore {
     this.name = semaphoreName('name', options.name)
     this.#limit = liveLimit(options.limit)
     this.#rate = liveRate(options.admissionRate)
-    this.ttl = duration('ttl', options.ttl)
+    this.ttl = notTinyMs('ttl', options.ttl, duration('ttl', options.ttl))
     this.retryInterval = duration(
       'retryInterval',
       options.retryInterval ?? 1000,

@@ -11,9 +11,12 @@ import {
   describe,
   duration,
   knownKeys,
+  notTinyMs,
   optionsObject,
   semaphoreName,
   waitDuration,
+  inMs,
+  type Duration,
 } from '../base/validate.js'
 
 /**
@@ -34,8 +37,11 @@ export interface WaitingRoomOptions extends Partial<QueueSettings> {
   limit: number | (() => number)
   /** At most this many admissions per minute (see `SemaphoreOptions.admissionRate`). Default: no cap. */
   admissionRate?: number | (() => number | null)
-  /** Life of an admitted visitor's slot; refresh the lease to keep it, release it to free it early. */
-  ttl: number
+  /**
+   * Life of an admitted visitor's slot; refresh the lease to keep it, release it to free it early.
+   * Milliseconds or `'30s'`; a bare number under 1000 is refused as a likely unit mistake.
+   */
+  ttl: Duration
   /** Where slots and the line live. Default: the process-wide memory store. Use Redis across processes. */
   store?: Store
   /**
@@ -185,7 +191,7 @@ class AdmittedLease implements Lease {
     return this.handle.expiresAt ?? this.acquired.expiresAt
   }
 
-  refresh(ttl?: number): Promise<boolean> {
+  refresh(ttl?: Duration): Promise<boolean> {
     return this.handle.refresh(ttl)
   }
 
@@ -250,7 +256,7 @@ export class WaitingRoom {
     this.name = semaphoreName('name', options.name)
     this.#limit = liveLimit(options.limit)
     this.#rate = liveRate(options.admissionRate)
-    this.ttl = duration('ttl', options.ttl)
+    this.ttl = notTinyMs('ttl', options.ttl, duration('ttl', options.ttl))
     const settings = queueSettings('', options, ROOM_DEFAULTS)
     this.order = settings.order
     this.maxLength = settings.maxLength
@@ -266,7 +272,7 @@ export class WaitingRoom {
       )
     }
     this.store = resolveStore(options.store)
-    this.semaphore = createSemaphore({ name: this.name, limit: this.#limit, ttl: this.ttl, store: this.store, admissionRate: this.#rate })
+    this.semaphore = createSemaphore({ name: this.name, limit: this.#limit, ttl: inMs(this.ttl), store: this.store, admissionRate: this.#rate })
     this.line = settings
     this.poller = { ...this.line, admit: false }
   }

@@ -98,6 +98,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://dashboard')
+    // Whatever the host logs once the answer is sent (Express's morgan reads `originalUrl`, a plain
+    // server's `req.url`) shows the link without its token.
+    if (url.searchParams.has('token')) redactRequest(req)
     const client = req.socket.remoteAddress ?? ''
     const wait = guard.wait(client, Date.now())
     if (wait > 0) return send(res, 429, 'text/plain; charset=utf-8', 'too many wrong tokens: try again later\n', { 'retry-after': String(Math.ceil(wait / 1000)) })
@@ -182,4 +185,14 @@ function send(res: ServerResponse, status: number, type: string, body: string, h
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   send(res, status, 'application/json; charset=utf-8', JSON.stringify(value))
+}
+
+/** A URL with the value of each `token` parameter replaced by `[redacted]`, for logs. */
+export function redactToken(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/g, '$1[redacted]')
+}
+
+function redactRequest(req: IncomingMessage & { originalUrl?: string }): void {
+  if (req.url !== undefined) req.url = redactToken(req.url)
+  if (req.originalUrl !== undefined) req.originalUrl = redactToken(req.originalUrl)
 }

@@ -13,11 +13,11 @@ import type {
 } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
-import { createDashboard, type DashboardOptions } from '../dashboard/server.js'
+import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
 import { COMMAND_HEADER, controlFor, cookieList, NO_CONTROL, runCommand } from '../gate/control.js'
 import { GATE_OPTION_KEYS, type AirlockControl, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
-import { describe } from '../base/validate.js'
+import { describe, knownKeys, unknownKeyMessage } from '../base/validate.js'
 
 /** Options of the Fastify plugin: the gate's options, plus `global`. */
 export interface AirlockShieldOptions extends GateOptions<FastifyRequest> {
@@ -28,6 +28,7 @@ export interface AirlockShieldOptions extends GateOptions<FastifyRequest> {
    */
   global?: boolean
 }
+const PLUGIN_OPTION_KEYS: readonly string[] = [...GATE_OPTION_KEYS, 'global']
 
 /** A route's own gate: its own `name` (its own slots), overriding the plugin's options. */
 export type AirlockRouteGateOptions = GateOptions<FastifyRequest> & { name: string }
@@ -261,7 +262,7 @@ function checkRouteGate(cfg: unknown, where: string): AirlockRouteGateOptions {
   }
   for (const key of Object.keys(routeOptions)) {
     if (!GATE_OPTION_KEYS.includes(key)) {
-      optionError(`${where} has no option '${key}'; known options are ${GATE_OPTION_KEYS.join(', ')}`)
+      optionError(unknownKeyMessage(where, key, GATE_OPTION_KEYS))
     }
   }
   return routeOptions
@@ -277,6 +278,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
     logLevel?: unknown
   }
   if (typeof global !== 'boolean') optionError(`global must be a boolean, got ${describe(global)}`)
+  knownKeys('airlockShield', gateOptions, PLUGIN_OPTION_KEYS)
   const gate = createGate<FastifyRequest>({ logger: fastify.log, ...gateOptions })
   const registry = registryOf(fastify)
   if (registry.gates.has(gate.name)) {
@@ -373,7 +375,12 @@ export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fas
     raw.url = request.url.slice(fastify.prefix.length) || '/'
     dashboard.handle(raw, reply.raw)
   }
-  for (const url of ['/', '/*']) fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, handler })
+  // Fastify logs "incoming request" before any hook runs: the routes' own serializer leaves a
+  // `?token=` link's token out of it.
+  const logSerializers = {
+    req: (request: FastifyRequest) => ({ method: request.method, url: redactToken(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }),
+  }
+  for (const url of ['/', '/*']) fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, logSerializers, handler })
 }
 
 export default airlockShield

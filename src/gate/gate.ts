@@ -98,7 +98,7 @@ export class Gate<Req = unknown> {
     ;({ reuseWindow: this.reuseWindow, retryAfter: this.retryAfter, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
     ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
     this.cookieName = s.cookie.name
-    this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.mode === 'session' ? s.provisionalTtl : s.ttl, store: s.store })
+    this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.slotTtl, store: s.store })
     const stats = (this.stats = new GateStats(s.mode, liveLimit))
     this.guard = new StoreGuard({
       name: s.name,

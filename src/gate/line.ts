@@ -4,7 +4,7 @@ import { createWaitingRoom, type Queued, type WaitingRoom } from '../core/waitin
 import { optionError } from '../base/errors.js'
 import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
-import { describe, duration, knownKeys } from '../base/validate.js'
+import { describe, duration, inMs, knownKeys } from '../base/validate.js'
 import { LineAnswers, type LinePlace } from '../pages/answers.js'
 import type { WaitingPage } from '../pages/waiting.js'
 import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
@@ -99,7 +99,7 @@ export class GateLine {
       q.page,
       settings.onPageError,
     )
-    this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: settings.ttl, store: settings.store, ...line })
+    this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: inMs(settings.ttl), store: settings.store, ...line })
     this.ticketCookieName = settings.ticketCookieName
     this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })
     const challenge = challengeSettings(q.challenge)

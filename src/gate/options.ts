@@ -9,7 +9,7 @@ import { resolveStore } from '../stores/resolve.js'
 import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
-import { describe, duration, durationOrZero, knownKeys, notTinyMs, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
+import { describe, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateQueueOptions } from './line.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
@@ -36,6 +36,8 @@ export interface GateSettings<Req> {
   provisionalTtl: number
   recheckInterval: number
   ttl: number
+  /** The gate's semaphore's ttl: `provisionalTtl` in session mode, `ttl` in request mode (as `'Nms'`: checked already). */
+  slotTtl: Duration
   reuseWindow: number
   retryAfter: number
   onStoreError: 'local' | 'open' | 'closed'
@@ -85,7 +87,8 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
   const name = safeName('name', o.name ?? 'default')
   const mode = oneOf('mode', o.mode ?? 'session', ['session', 'request'] as const)
   const passTtl = notTinyMs('passTtl', o.passTtl, duration('passTtl', o.passTtl ?? 60_000))
-  const provisionalTtl = duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl))
+  const provisionalTtl = notTinyMs('provisionalTtl', o.provisionalTtl, duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl)))
+  const ttl = notTinyMs('ttl', o.ttl, duration('ttl', o.ttl ?? 30_000))
   if (provisionalTtl > passTtl) optionError(`provisionalTtl must be at most passTtl (${passTtl}), got ${provisionalTtl}`)
   const recheckInterval = duration('recheckInterval', o.recheckInterval ?? Math.min(5_000, passTtl))
   if (recheckInterval > passTtl) optionError(`recheckInterval must be at most passTtl (${passTtl}), got ${recheckInterval}`)
@@ -103,7 +106,8 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     passTtl,
     provisionalTtl,
     recheckInterval,
-    ttl: duration('ttl', o.ttl ?? 30_000),
+    ttl,
+    slotTtl: inMs(mode === 'session' ? provisionalTtl : ttl),
     reuseWindow: durationOrZero('reuseWindow', o.reuseWindow ?? 10),
     retryAfter: seconds('retryAfter', o.retryAfter ?? 5),
     onStoreError: oneOf('onStoreError', o.onStoreError ?? 'local', ['local', 'open', 'closed'] as const),

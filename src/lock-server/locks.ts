@@ -7,7 +7,7 @@
  * a place in a fair FIFO line while someone else holds the lock.
  */
 import { optionError } from '../base/errors.js'
-import { describe, knownKeys, safeName } from '../base/validate.js'
+import { describe, inMs, knownKeys, safeName } from '../base/validate.js'
 import { queueSettings } from '../core/queue.js'
 import { createWaitingRoom, MAX_VISITOR_ID_LENGTH, newVisitorId, type WaitingRoom } from '../core/waiting-room.js'
 import type { QueueSettings, Store } from '../stores/types.js'
@@ -219,7 +219,7 @@ export class ResourceLocks {
     return createWaitingRoom({
       name: lockSemaphore(name, selector),
       limit: 1,
-      ttl: definition.timeout * 1000,
+      ttl: inMs(definition.timeout * 1000),
       store: this.store,
       ...this.queue,
     })

@@ -63,7 +63,7 @@ describe('airlock (in process)', () => {
     [[], /a command is required: exec, serve, control, dashboard or proxy/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['--frob'], /unknown flag --frob/],
-    [['exec', '--nmae', 'x', ...redis, ...cmd], /unknown flag --nmae/],
+    [['exec', '--nmae', 'x', ...redis, ...cmd], /unknown flag --nmae; did you mean --name\?/],
     [['exec', '-x', ...cmd], /unknown flag -x/],
     [['exec', '--name'], /--name needs a value \(--name NAME\)/],
     [['exec', '--name', '--limit', '2', ...cmd], /--name needs a value/],

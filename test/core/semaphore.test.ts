@@ -16,7 +16,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
   describe(`semaphore on ${label}`, () => {
     const made = useStore(makeStore)
     const sem = (limit = 1, ttl = 5_000, retryInterval = 5_000): Semaphore =>
-      createSemaphore({ name: uniq(label), limit, ttl, store: made.store, retryInterval })
+      createSemaphore({ name: uniq(label), limit, ttl: `${ttl}ms`, store: made.store, retryInterval })
 
     it('acquires up to the limit and never waits', async () => {
       const s = sem(2)
@@ -146,7 +146,7 @@ function semaphoreSuite(label: string, makeStore: () => Promise<{ store: Store; 
 
     it('run() keeps a long job alive past ttl and stops refreshing when it ends', async () => {
       const counting = countingStore(made.store)
-      const s = createSemaphore({ name: uniq(label), limit: 1, ttl: 300, store: counting })
+      const s = createSemaphore({ name: uniq(label), limit: 1, ttl: '300ms', store: counting })
       let token = ''
       await s.run(async ({ lease, signal }) => {
         token = lease.token
@@ -231,7 +231,7 @@ describe('semaphore options', () => {
     const s = createSemaphore({ name: uniq('typo'), limit: 2, ttl: 1000 })
     await expect(s.acquire({ wieght: 2 } as never)).rejects.toMatchObject({
       code: 'ERR_AIRLOCK_OPTION',
-      message: "acquire() has no option 'wieght'; known options are weight",
+      message: "acquire() has no option 'wieght' (did you mean 'weight'?); known options are weight",
     })
     await expect(s.acquire(null as never)).rejects.toThrow('acquire() options must be an object, got null')
   })

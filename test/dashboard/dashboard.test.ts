@@ -164,6 +164,46 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
   })
 })
 
+describe("a ?token= link is left out of the host's logs (issue 25)", () => {
+  it("Fastify's own request log (\"incoming request\") shows the link without its token", async () => {
+    const lines: string[] = []
+    const app = Fastify({ logger: { level: 'info', stream: { write: (l: string) => void lines.push(l) } } })
+    await app.register(fastifyDashboard, { prefix: '/airlock', token: TOKEN, store: memoryStore(), names: ['shop'], interval: 200 })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    closers.push(() => app.close())
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/airlock`
+    const login = await fetch(`${base}/?token=${TOKEN}&x=1`, { redirect: 'manual' })
+    expect(login.status).toBe(303)
+    const logged = lines.join('')
+    expect(logged).toContain('/airlock/?token=[redacted]&x=1')
+    expect(logged).not.toContain(TOKEN)
+  })
+
+  it('Express: a request logger that writes when the answer is sent (as morgan does) sees originalUrl without the token; so does a plain server', async () => {
+    const seen: string[] = []
+    const app = express()
+    app.use((req, res, next) => {
+      res.on('finish', () => seen.push(`express ${req.originalUrl}`))
+      next()
+    })
+    const dash = expressDashboard({ token: TOKEN, store: memoryStore(), names: ['shop'], interval: 200 })
+    app.use('/airlock', dash)
+    const dashboard = createDashboard({ token: TOKEN, store: memoryStore(), names: ['shop'], interval: 200 })
+    const plain = createServer((req, res) => {
+      res.on('finish', () => seen.push(`plain ${req.url}`))
+      dashboard.handle(req, res)
+    })
+    const servers = [app.listen(0, '127.0.0.1'), plain.listen(0, '127.0.0.1')]
+    closers.push(...servers.map((s) => () => new Promise((ok) => s.close(ok))), () => dash.close(), () => dashboard.close())
+    await Promise.all(servers.map((s) => new Promise((ok) => (s.listening ? ok(null) : s.once('listening', ok)))))
+    const [e, p] = servers.map((s) => `http://127.0.0.1:${(s.address() as { port: number }).port}`)
+    expect((await fetch(`${e}/airlock/?token=${TOKEN}`, { redirect: 'manual' })).status).toBe(303)
+    expect((await fetch(`${p}/?a=b&token=${TOKEN}`, { redirect: 'manual' })).status).toBe(303)
+    await until(async () => seen.length === 2, 2_000)
+    expect(seen.sort()).toEqual(['express /airlock/?token=[redacted]', 'plain /?a=b&token=[redacted]'])
+  })
+})
+
 describe('the dashboard core', () => {
   it('refuses a missing or short token with a named error', () => {
     for (const token of [undefined, 'short']) {

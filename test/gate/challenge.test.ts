@@ -81,7 +81,7 @@ describe('queue.challenge settings', () => {
     expect(optionMessage({ ttl: 0 })).toBe("queue.challenge.ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0")
     expect(optionMessage({ noscriptDelay: -1 })).toMatch(/^queue\.challenge\.noscriptDelay must be a positive number of milliseconds/)
     expect(optionMessage({ failed: 'block' })).toBe("queue.challenge.failed must be one of 'refuse', 'shadow', got \"block\"")
-    expect(optionMessage({ dificulty: 12 })).toMatch(/^queue\.challenge has no option 'dificulty'; known options are difficulty, maxDifficulty/)
+    expect(optionMessage({ dificulty: 12 })).toMatch(/^queue\.challenge has no option 'dificulty' \(did you mean 'difficulty'\?\); known options are difficulty, maxDifficulty/)
     expect(optionMessage('yes')).toMatch(/^queue\.challenge must be true, false or an object .*got "yes"$/)
     expect(optionMessage(null)).toMatch(/got null$/)
     expect(optionMessage([16])).toMatch(/got an array$/)

@@ -79,7 +79,7 @@ describe('createGate options', () => {
     [{ busyPage: 42 as unknown as string }, /^busyPage must be an HTML string or a function/],
     [{ nonce: 'abc' as unknown as () => string }, /^nonce must be a function/],
     [{ logger: {} as never }, /^logger must be a pino-shaped logger/],
-    [{ limt: 5 } as GateOptions, /^airlock gate has no option 'limt'; known options are name, limit/],
+    [{ limt: 5 } as GateOptions, /^airlock gate has no option 'limt' \(did you mean 'limit'\?\); known options are name, limit/],
   ])('%j fails at creation: %s', (options, message) => {
     expect(optionMessage(options)).toMatch(message)
   })

@@ -137,7 +137,7 @@ export function behaviour(adapter: AdapterName): void {
 
     it('upgrades the slot to passTtl when the visitor comes back; cookie-less clients only hold it provisionally', async () => {
       const store = memoryStore()
-      const app = await start({ gate: { limit: 5, store, secret: SECRET, provisionalTtl: 400, passTtl: 20_000, logger: quiet() } })
+      const app = await start({ gate: { limit: 5, store, secret: SECRET, provisionalTtl: '400ms', passTtl: 20_000, logger: quiet() } })
       const browser = new Browser(app.url)
       await fullPass(browser)
       const upgrade = (await hit(`${app.url}/kind`, { headers: { cookie: browser.cookieHeader() } }))
@@ -171,7 +171,7 @@ export function behaviour(adapter: AdapterName): void {
     it('slides the pass: refreshes the slot and reissues the cookie when less than half its life is left', async () => {
       const store = memoryStore()
       const app = await start({
-        gate: { limit: 2, store, secret: SECRET, passTtl: 1600, provisionalTtl: 800, recheckInterval: 400, logger: quiet() },
+        gate: { limit: 2, store, secret: SECRET, passTtl: 1600, provisionalTtl: '800ms', recheckInterval: 400, logger: quiet() },
       })
       const browser = new Browser(app.url)
       const first = await fullPass(browser)
@@ -539,7 +539,7 @@ export function behaviour(adapter: AdapterName): void {
 
     it('frees the slot of a handler that never ends after ttl', async () => {
       const store = memoryStore()
-      const app = await start({ gate: requestGate(store, { limit: 1, ttl: 600 }) })
+      const app = await start({ gate: requestGate(store, { limit: 1, ttl: '600ms' }) })
       const gone = abandon(`${app.url}/hang`, 100)
       await until(() => app.stats.running === 1, 5000, 10)
       await gone

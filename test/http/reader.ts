@@ -25,7 +25,7 @@ export function readerBehaviour(adapter: AdapterName): void {
       limit: 5,
       store,
       secret: SECRET,
-      provisionalTtl: PROVISIONAL,
+      provisionalTtl: `${PROVISIONAL}ms` as const,
       passTtl: 20_000,
       bypass: ['/health'],
       logger: recordingLogger(),

@@ -217,17 +217,18 @@ describe('a store that lost its last writes', () => {
     replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)])
     const admin = replica.client()
     await until(async () => /master_link_status:up/.test(await admin.info('replication')))
-    const store = redisStore({ client: primary.client(), replicas: 1, replicaTimeout: 200 })
+    const store = redisStore({ client: primary.client(), replicas: 1, replicaTimeout: 500 })
     closers.push(() => store.close())
     const sem = createSemaphore({ name: 'acked', limit: 5, ttl: 5_000, store })
-    const lease = await sem.acquire()
-    expect(lease).not.toBeNull()
+    // On a busy host the replica's acknowledgement can miss the budget (then nothing is granted,
+    // as it should be): the first grant is the first acknowledged in time.
+    await until(async () => (await sem.acquire()) !== null, 10_000)
     // The replica already has it: a failover to it now would not lose it.
     expect(Number(await admin.hget('{airlock:acked}:m', '#used'))).toBe(1)
     await replica.kill()
     const t0 = Date.now()
     expect(await sem.acquire()).toBeNull()
-    expect(Date.now() - t0).toBeLessThan(1_000)
+    expect(Date.now() - t0).toBeLessThan(1_500)
     // The slot the replicas did not acknowledge was given back: only the first is held.
     await until(async () => (await sem.getState()).held === 1, 2_000)
     replica = undefined
