@@ -1,6 +1,7 @@
 /**
- * The `airlock` command: dispatches to `exec` and `serve`, and turns errors into one line on
- * stderr and a documented exit status.
+ * The `airlock` command: one table of its commands (name, what it does, help, runner) from which
+ * the dispatch, the help and every message that lists the commands are made; errors become one line
+ * on stderr and a documented exit status.
  */
 import { controlCommand, CONTROL_HELP } from './control.js'
 import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'
@@ -8,15 +9,32 @@ import { proxyCommand, PROXY_HELP } from './proxy.js'
 import { execCommand, EXEC_HELP, type CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { serveCommand, SERVE_HELP } from './serve.js'
+import { nearest } from '../base/validate.js'
+
+interface Command {
+  /** One line for `airlock --help`. */
+  what: string
+  help: string
+  run(argv: readonly string[], io: CliIo): Promise<number>
+}
+
+/** Every command of `airlock`, in the order the help lists them. */
+export const COMMANDS: Readonly<Record<string, Command>> = {
+  exec: { what: 'run a command only when a semaphore on Redis admits it (cron jobs that must not overlap)', help: EXEC_HELP, run: execCommand },
+  serve: { what: 'serve the HTTP lock service (locks and JSON data for services in any language)', help: SERVE_HELP, run: serveCommand },
+  control: { what: "read or change a gate's live control on Redis (limit, mode, admission rate, opening time)", help: CONTROL_HELP, run: controlCommand },
+  dashboard: { what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)", help: DASHBOARD_HELP, run: dashboardCommand },
+  proxy: { what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)', help: PROXY_HELP, run: proxyCommand },
+}
+const NAMES = Object.keys(COMMANDS)
+/** `exec, serve, control, dashboard and proxy`. */
+const LISTED = `${NAMES.slice(0, -1).join(', ')} and ${NAMES.at(-1)}`
+const width = Math.max(...NAMES.map((n) => n.length)) + 2
 
 export const MAIN_HELP = `Usage: airlock <command> [options]
 
 Commands:
-  exec    run a command only when a semaphore on Redis admits it (cron jobs that must not overlap)
-  serve   serve the HTTP lock service (locks and JSON data for services in any language)
-  control read or change a gate's live control on Redis (limit, mode, admission rate, opening time)
-  dashboard  serve the operator's dashboard for gates on Redis (live figures, charts, controls)
-  proxy   shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)
+${NAMES.map((n) => `  ${n.padEnd(width)}${COMMANDS[n]!.what}`).join('\n')}
 
 Options:
   -h, --help      show this help (airlock <command> --help for a command's)
@@ -31,40 +49,35 @@ Examples:
 
 /** Runs the command line `argv` (without node and the script); resolves the exit status. */
 export async function main(argv: readonly string[], io: CliIo, version: string): Promise<number> {
-  const [command, ...rest] = argv
+  const [name, ...rest] = argv
+  const command = name !== undefined && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+  const where = command !== undefined ? `airlock ${name}` : 'airlock'
   try {
-    switch (command) {
+    if (command !== undefined) return await command.run(rest, io)
+    switch (name) {
       case '-h':
       case '--help':
         io.out(MAIN_HELP)
         return EXIT.OK
-      case 'help':
-        io.out(rest[0] === 'exec' ? EXEC_HELP : rest[0] === 'serve' ? SERVE_HELP : rest[0] === 'control' ? CONTROL_HELP : rest[0] === 'dashboard' ? DASHBOARD_HELP : rest[0] === 'proxy' ? PROXY_HELP : MAIN_HELP)
+      case 'help': {
+        const topic = rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined
+        io.out(topic?.help ?? MAIN_HELP)
         return EXIT.OK
+      }
       case '-V':
       case '--version':
         io.out(`${version}\n`)
         return EXIT.OK
-      case 'exec':
-        return await execCommand(rest, io)
-      case 'serve':
-        return await serveCommand(rest, io)
-      case 'control':
-        return await controlCommand(rest, io)
-      case 'dashboard':
-        return await dashboardCommand(rest, io)
-      case 'proxy':
-        return await proxyCommand(rest, io)
       case undefined:
-        io.err('airlock: a command is required: exec, serve, control, dashboard or proxy (see airlock --help)')
+        io.err(`airlock: a command is required: ${NAMES.join(', ').replace(/, ([^,]*)$/, ' or $1')} (see airlock --help)`)
         return EXIT.USAGE
-      default:
-        throw new UsageError(
-          command.startsWith('-') ? `unknown flag ${command}` : `unknown command '${command}'; the commands are exec, serve, control, dashboard and proxy`,
-        )
+      default: {
+        if (name.startsWith('-')) throw new UsageError(`unknown flag ${name}`)
+        const near = nearest(name, NAMES)
+        throw new UsageError(`unknown command '${name}'${near === undefined ? '' : ` (did you mean '${near}'?)`}; the commands are ${LISTED}`)
+      }
     }
   } catch (err) {
-    const where = ['exec', 'serve', 'control', 'dashboard', 'proxy'].includes(command ?? '') ? `airlock ${command}` : 'airlock'
     if (err instanceof UsageError) {
       io.err(`${where}: ${err.message} (see ${where} --help)`)
       return err.code

@@ -315,6 +315,10 @@ const OPTION_KEYS = [
   'clientShare',
   'clientKey',
 ] as const satisfies readonly (keyof GateOptions)[]
+// And every option is in the list (a key added to GateOptions but not here fails to compile).
+type Unlisted = Exclude<keyof GateOptions, (typeof OPTION_KEYS)[number]>
+const _everyOptionListed: [Unlisted] extends [never] ? true : Unlisted = true
+void _everyOptionListed
 
 /** Every option key of {@link GateOptions}. */
 export const GATE_OPTION_KEYS: readonly string[] = OPTION_KEYS

@@ -5,6 +5,7 @@
  * latency, breakers, the instances, the last 15 minutes as charts, and the live controls.
  */
 import { inlineHashes, pageCsp } from './csp.js'
+import { CONTROL_MODES } from '../core/control.js'
 
 export const DASHBOARD_STYLE =
   'body{margin:0;font:14px/1.4 system-ui,sans-serif;background:#f4f5f7;color:#1d2330}header{padding:.8em 1.2em;' +
@@ -37,7 +38,7 @@ function tile(box,label,value,id){var t=el('div',{'class':'tile'});t.appendChild
 function post(name,patch,msg){fetch(base+'control',{method:'POST',credentials:'same-origin',headers:{'content-type':'application/json','x-airlock-dashboard':'1'},body:JSON.stringify({name:name,patch:patch})})
 .then(function(r){return r.json().then(function(j){msg.textContent=r.ok?'applied (version '+j.version+')':(j.error||'failed')})}).catch(function(){msg.textContent='failed'})}
 function controls(sec,v){if(root.dataset.controls!=='1')return;var c=v.control,f=el('form',{'data-v':c.version});
-f.appendChild(lab('limit',inp('limit',c.limit==null?'':c.limit,'number')));var m=el('select',{name:'mode'});['normal','queue-all','closed','passthrough'].forEach(function(x){var o=el('option',{value:x},x);if(x===c.mode)o.selected=true;m.appendChild(o)});f.appendChild(lab('mode',m));
+f.appendChild(lab('limit',inp('limit',c.limit==null?'':c.limit,'number')));var m=el('select',{name:'mode'});${JSON.stringify(CONTROL_MODES).replace(/"/g, "'")}.forEach(function(x){var o=el('option',{value:x},x);if(x===c.mode)o.selected=true;m.appendChild(o)});f.appendChild(lab('mode',m));
 f.appendChild(lab('admissions / min',inp('rate',c.admissionRate==null?'':c.admissionRate,'number')));f.appendChild(lab('opens at (UTC)',inp('opensAt',c.opensAt?c.opensAt.slice(0,16):'','datetime-local')));
 var b=el('button',{type:'submit'},'Apply');f.appendChild(b);var msg=el('span',{'data-k':'msg'});f.appendChild(msg);
 f.addEventListener('submit',function(e){e.preventDefault();var g=function(n){return f.elements[n].value},p={};

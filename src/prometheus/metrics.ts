@@ -24,32 +24,6 @@ import { describe, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/gate.js'
 import type { GateStatus } from '../gate/types.js'
 
-/** Every metric this module registers (without the prefix). */
-const METRIC_NAMES = [
-  'decisions_total',
-  'queue_events_total',
-  'store_duration_seconds',
-  'control_changes_total',
-  'breaker_transitions_total',
-  'store_failovers_total',
-  'command_releases_total',
-  'challenges_total',
-  'challenge_solve_seconds',
-  'challenge_difficulty',
-  'slots_held',
-  'limit',
-  'queue_length',
-  'admissions_per_minute',
-  'eta_seconds',
-  'instances',
-  'admission_rate_per_minute',
-  'adaptive_limit',
-  'adaptive_latency_baseline_ms',
-  'adaptive_latency_recent_ms',
-  'control_mode',
-  'breaker_open',
-] as const
-
 export interface AirlockMetricsOptions {
   /** Where the metrics are registered. Default: prom-client's default registry. */
   registry?: Registry
@@ -89,12 +63,18 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   }
   const cacheMs = durationOrZero('statusCacheMs', options.statusCacheMs ?? 1000)
   const registers = [registry]
+  // Each metric's name, as registered: the one list stop() removes.
+  const registered: string[] = []
+  const named = (name: string): string => {
+    registered.push(`${prefix}${name}`)
+    return `${prefix}${name}`
+  }
 
   // Decisions are on every request's path: counted in plain numbers, handed to prom-client at scrape
   // time (a prom-client inc hashes its labels on every call).
   const decisionCounts = new Map<string, Map<string, { kind: string; reason: string; n: number }>>()
   new client.Counter({
-    name: `${prefix}decisions_total`,
+    name: named('decisions_total'),
     help: 'Gate decisions, by gate, kind (bypass, pass, admit, busy, queued) and reason.',
     labelNames: ['gate', 'kind', 'reason'] as const,
     registers,
@@ -104,59 +84,59 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     },
   })
   const queueEvents = new client.Counter({
-    name: `${prefix}queue_events_total`,
+    name: named('queue_events_total'),
     help: "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).",
     labelNames: ['gate', 'event'] as const,
     registers,
   })
   const storeDuration = new client.Histogram({
-    name: `${prefix}store_duration_seconds`,
+    name: named('store_duration_seconds'),
     help: 'Store calls (Redis scripts), by store, operation and outcome (ok, error).',
     labelNames: ['store', 'operation', 'outcome'] as const,
     buckets: [...buckets],
     registers,
   })
   const controlChanges = new client.Counter({
-    name: `${prefix}control_changes_total`,
+    name: named('control_changes_total'),
     help: "Live control changes: set (by airlockControl in this process), applied (by this process's gates).",
     labelNames: ['gate', 'event'] as const,
     registers,
   })
   const breakerChanges = new client.Counter({
-    name: `${prefix}breaker_transitions_total`,
+    name: named('breaker_transitions_total'),
     help: "A gate's circuit breaker opening or closing.",
     labelNames: ['gate', 'state'] as const,
     registers,
   })
   const failovers = new client.Counter({
-    name: `${prefix}store_failovers_total`,
+    name: named('store_failovers_total'),
     help: 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.',
     labelNames: ['store', 'reason'] as const,
     registers,
   })
 
   const commandReleases = new client.Counter({
-    name: `${prefix}command_releases_total`,
+    name: named('command_releases_total'),
     help: "Visitors whose slot or pass the origin or the app gave back with the response header Airlock-Command: release.",
     labelNames: ['gate'] as const,
     registers,
   })
 
   const challenges = new client.Counter({
-    name: `${prefix}challenges_total`,
+    name: named('challenges_total'),
     help: "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.",
     labelNames: ['gate', 'outcome'] as const,
     registers,
   })
   const solveSeconds = new client.Histogram({
-    name: `${prefix}challenge_solve_seconds`,
+    name: named('challenge_solve_seconds'),
     help: "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
     labelNames: ['gate'] as const,
     buckets: [0.25, 0.5, 1, 2, 3, 5, 10, 20, 60],
     registers,
   })
   const difficulty = new client.Gauge({
-    name: `${prefix}challenge_difficulty`,
+    name: named('challenge_difficulty'),
     help: 'Leading zero bits of the last challenge issued (it rises with new places a second and the length of the line).',
     labelNames: ['gate'] as const,
     registers,
@@ -178,7 +158,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   }
   const gauge = (name: string, help: string, read: (s: GateStatus) => number | null) =>
     new client.Gauge({
-      name: `${prefix}${name}`,
+      name: named(name),
       help,
       labelNames: ['gate'] as const,
       registers,
@@ -202,8 +182,8 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   gauge('adaptive_latency_baseline_ms', "The adaptive limit's no-load latency estimate, ms.", (s) => s.adaptive?.baseline ?? null)
   gauge('adaptive_latency_recent_ms', "The adaptive limit's last judged window's 95th percentile latency, ms.", (s) => s.adaptive?.recent ?? null)
   new client.Gauge({
-    name: `${prefix}control_mode`,
-    help: "1 for the live control's mode in force on this instance (normal, queue-all, closed, passthrough), else 0.",
+    name: named('control_mode'),
+    help: `1 for the live control's mode in force on this instance (${CONTROL_MODES.join(', ')}), else 0.`,
     labelNames: ['gate', 'mode'] as const,
     registers,
     collect() {
@@ -212,7 +192,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     },
   })
   new client.Gauge({
-    name: `${prefix}breaker_open`,
+    name: named('breaker_open'),
     help: "1 while this instance's circuit breaker is open (the store is not called), else 0.",
     labelNames: ['gate'] as const,
     registers,
@@ -277,9 +257,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   return {
     stop() {
       for (const [channel, fn] of subscriptions) diagnostics.unsubscribe(channel, fn)
-      for (const name of METRIC_NAMES) {
-        registry.removeSingleMetric(`${prefix}${name}`)
-      }
+      for (const name of registered) registry.removeSingleMetric(name)
     },
   }
 }
