@@ -26,7 +26,7 @@ import { writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, writeResults } from './lib.js'
+import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, writeResults, stopChild } from './lib.js'
 
 const PHASE_S = envNumber('PHASE_S', 12)
 const HOLD_S = envNumber('HOLD_S', 10)
@@ -85,7 +85,7 @@ function start(file: string, env: Record<string, string>, onLine?: (line: string
   })
 }
 const stopChildren = async (): Promise<void> => {
-  await Promise.all(children.splice(0).map((c) => new Promise<void>((done) => (c.exitCode !== null ? done() : (c.once('exit', () => done()), c.kill('SIGTERM'))))))
+  await Promise.all(children.splice(0).map(stopChild))
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS * 2 })
@@ -232,7 +232,11 @@ async function runOverride() {
 /** One point every 250 ms (the servers print every 100 ms): enough for the chart, a tenth of the results file. */
 function thin<T extends { t: number }>(points: T[]): T[] {
   let next = 0
-  return points.filter((p) => (p.t >= next ? ((next = p.t + 250), true) : false))
+  return points.filter((p) => {
+    if (p.t < next) return false
+    next = p.t + 250
+    return true
+  })
 }
 
 type Row = Awaited<ReturnType<typeof runRow>>

@@ -114,7 +114,7 @@ try {
   console.log(
     markdownTable(
       ['page solves a challenge (Chromium)', '>bits', '>expected tries', '>median ms', '>p90 ms', '>max ms'],
-      rows.map((r) => [r.difficulty === BASE ? 'default' : 'default ' + (r.difficulty > BASE ? '+' : '') + (r.difficulty - BASE), r.difficulty, r.expectedTries, fixed(r.medianMs), fixed(r.p90Ms), fixed(r.maxMs)]),
+      rows.map((r) => [r.difficulty === BASE ? 'default' : `default ${r.difficulty > BASE ? '+' : ''}${r.difficulty - BASE}`, r.difficulty, r.expectedTries, fixed(r.medianMs), fixed(r.p90Ms), fixed(r.maxMs)]),
     ),
   )
 

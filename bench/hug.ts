@@ -149,7 +149,10 @@ class Run {
       })
       this.open.add(req)
       let gaveUp = false
-      const timer = patienceMs === undefined ? undefined : setTimeout(() => ((gaveUp = true), req.destroy()), patienceMs)
+      const timer = patienceMs === undefined ? undefined : setTimeout(() => {
+        gaveUp = true
+        req.destroy()
+      }, patienceMs)
       const done = (a: Answer): void => {
         clearTimeout(timer)
         this.open.delete(req)
@@ -466,7 +469,7 @@ const rowsOf: [string, (r: (typeof results)[number]) => string | number][] = [
   ['backend: requests run', (r) => r.backend.requests],
   ['backend: 500s answered', (r) => r.backend.errors500],
   ['backend: most in flight', (r) => r.backend.maxInFlight],
-  ['shield: slots held, mean (limit ' + LIMIT + ')', (r) => fixed(r.slotsHeldMean, 1)],
+  [`shield: slots held, mean (limit ${LIMIT})`, (r) => fixed(r.slotsHeldMean, 1)],
   ['shield: let in without a slot (store slow)', (r) => (r.app === 'unshielded' ? '-' : r.backend.failOpen)],
   ['visitors who got a 500 or an error', (r) => r.visitorsBad],
   ['visitors who got the page', (r) => r.visitorsWithPage],

@@ -80,3 +80,12 @@ export function writeResults(name: string, data: object): string | undefined {
   writeFileSync(file, `${JSON.stringify({ bench: name, date: new Date().toISOString(), ...data }, null, 2)}\n`)
   return file
 }
+
+/** Stops a child process (SIGTERM) and resolves once it has exited. */
+export function stopChild(child: { exitCode: number | null; once(event: 'exit', fn: () => void): unknown; kill(signal: NodeJS.Signals): unknown }): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve()
+  return new Promise<void>((done) => {
+    child.once('exit', () => done())
+    child.kill('SIGTERM')
+  })
+}

@@ -19,7 +19,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { freePort, startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, writeResults } from './lib.js'
+import { describeMachine, envNumber, fixed, machine, markdownTable, writeResults, stopChild } from './lib.js'
 
 const SECONDS = envNumber('SECONDS', 5)
 const CONNECTIONS = envNumber('CONNECTIONS', 50)
@@ -122,9 +122,9 @@ try {
   /** Stops the last bench process started (so its profile is written) and reads its profile. */
   const stopLast = async (): Promise<string[] | undefined> => {
     const child = children.pop()!
-    await new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))
+    await stopChild(child)
     if (!PROFILE) return undefined
-    const dir = readdirSync(profiles).sort((a, b) => parseInt(a) - parseInt(b)).at(-1)
+    const dir = readdirSync(profiles).sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).at(-1)
     return dir ? topOfProfile(join(profiles, dir)) : undefined
   }
   row('origin direct', await load(origin))
@@ -176,6 +176,6 @@ try {
   for (const r of rows.filter((x) => x.profile)) console.log(`\n### profile: ${r.name} (self time, top entries)\n\n${r.profile!.map((l) => `    ${l}`).join('\n')}`)
   writeResults('proxy', { seconds: SECONDS, connections: CONNECTIONS, cores, rows, hug: { connections: HUG_CONNECTIONS, reachedOrigin: after.served - before.served, originFailures: hugFailures, busy: hugRun.non2xx } })
 } finally {
-  await Promise.all(children.map((c) => new Promise<void>((done) => (c.exitCode !== null ? done() : (c.once('exit', () => done()), c.kill('SIGTERM'))))))
+  await Promise.all(children.map(stopChild))
   await redis.stop()
 }

@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, machine, markdownTable, writeResults } from './lib.js'
+import { describeMachine, envNumber, machine, markdownTable, writeResults, stopChild } from './lib.js'
 
 const CONNECTIONS = envNumber('CONNECTIONS', 1000)
 const IMPATIENT = envNumber('IMPATIENT', 50)
@@ -114,7 +114,7 @@ async function run(redisUrl: string, admin: { call(...a: string[]): Promise<unkn
       runsDuringPause: sum(stats.runs, pauseFrom, pauseTo),
     }
   } finally {
-    await new Promise<void>((done) => (child.exitCode !== null ? done() : (child.once('exit', () => done()), child.kill('SIGTERM'))))
+    await stopChild(child)
   }
 }
 

@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks'
 import { createWaitingRoom, type WaitingRoom } from '../src/core/waiting-room.js'
 import { redisStore } from '../src/stores/redis.js'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, redisVersion, writeResults } from './lib.js'
+import { describeMachine, envNumber, fixed, machine, markdownTable, type Machine, redisVersion, writeResults } from './lib.js'
 
 const SMALL = envNumber('SMALL', 100)
 const BIG = envNumber('BIG', 100_000)
@@ -219,7 +219,7 @@ async function etaSimulation(redis: Awaited<ReturnType<typeof startRedis>>): Pro
 async function main(): Promise<void> {
   const started = performance.now()
   const redis = await startRedis()
-  let m
+  let m: Machine
   try {
     m = machine(await redisVersion(redis.client()))
     console.log(`airlock-shield waiting room bench: ${describeMachine(m)}; private redis-server on 127.0.0.1:${redis.port}`)

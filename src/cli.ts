@@ -12,7 +12,7 @@ const status = await main(
   process.argv.slice(2),
   {
     out: (text) => process.stdout.write(text),
-    err: (line) => process.stderr.write(line + '\n'),
+    err: (line) => process.stderr.write(`${line}\n`),
     env: process.env,
   },
   version,

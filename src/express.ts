@@ -122,6 +122,7 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
   if (options instanceof IncomingMessage) {
     // `app.use(airlock)`: Express calls the factory with (req, res, next) on every request.
     const err = new AirlockError('ERR_AIRLOCK_OPTION', 'airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)')
+    // biome-ignore lint/complexity/noArguments: the third argument exists only in this misuse; the public signature stays (options?)
     const next: unknown = arguments[2]
     if (typeof next !== 'function') throw err
     next(err)

@@ -142,5 +142,5 @@ function describeState(name: string, where: string, s: ControlState, changed: bo
     `  closesAt       ${none(s.closesAt)}`,
   ]
   if (s.updatedAt !== null) lines.push(`  changed        ${s.updatedAt.toISOString()} by ${s.updatedBy ?? 'unknown'}`)
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }

@@ -4,7 +4,7 @@
  */
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
-import { createDashboard } from '../dashboard/server.js'
+import { createDashboard, type Dashboard } from '../dashboard/server.js'
 import { flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
@@ -59,7 +59,7 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
   }
   const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
   try {
-    let dashboard
+    let dashboard: Dashboard
     try {
       dashboard = createDashboard({ token, store: redis.store, names, controls: !flags.has('read-only'), logger: { info: (_o, m) => m && io.err(`${m}\n`), warn: (_o, m) => m && io.err(`${m}\n`) } })
     } catch (err) {

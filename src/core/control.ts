@@ -89,7 +89,7 @@ export function encodePatch(patch: ControlPatch, by: string, now: number): Recor
   }
   if (opens !== undefined) fields.opensAt = opens === null ? null : String(opens)
   if (closes !== undefined) fields.closesAt = closes === null ? null : String(closes)
-  if (Object.keys(fields).length === 0) optionError('control.set() needs at least one of ' + PATCH_KEYS.join(', '))
+  if (Object.keys(fields).length === 0) optionError(`control.set() needs at least one of ${PATCH_KEYS.join(', ')}`)
   fields.by = by.slice(0, 200)
   fields.at = String(now)
   return fields

@@ -5,7 +5,7 @@
  * push (`watchControl`), not polled.
  */
 import { decodeControl, UNSTEERED, type ControlState } from '../core/control.js'
-import { clusterStatus, type InstanceReport } from '../gate/stats.js'
+import { clusterStatus, type ClusterStatus, type InstanceReport } from '../gate/stats.js'
 import type { Store } from '../stores/types.js'
 
 /** One second of one gate, as the page draws it. No secret, no visitor data. */
@@ -118,7 +118,7 @@ export class Sampler {
   }
 
   private async sampleOne(name: string): Promise<void> {
-    let status
+    let status: ClusterStatus
     try {
       status = await clusterStatus(this.#store, name)
     } catch (err) {

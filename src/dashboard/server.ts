@@ -54,7 +54,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   }
   const names = options.names ?? ['default']
   if (!Array.isArray(names) || names.length === 0) optionError(`names must be a non-empty array of gate names, got ${describe(names)}`)
-  names.forEach((n) => semaphoreName('names[]', n))
+  for (const n of names) semaphoreName('names[]', n)
   const store = resolveStore(options.store)
   if (options.controls !== undefined) boolean('controls', options.controls)
   const controls = options.controls !== false && typeof store.control === 'function'

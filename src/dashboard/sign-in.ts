@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http'
 import { BASE_STYLE, inlineHashes, pageCsp } from '../pages/csp.js'
 
-const STYLE = BASE_STYLE + 'input,button{font:inherit;padding:.4em .6em;margin:.3em}'
+const STYLE = `${BASE_STYLE}input,button{font:inherit;padding:.4em .6em;margin:.3em}`
 
 /** The sign-in page's policy: its style by hash, no script, a form posting to its own origin only. */
 export const SIGN_IN_CSP = pageCsp(inlineHashes('', STYLE), '').replace("form-action 'none'", "form-action 'self'")

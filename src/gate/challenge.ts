@@ -171,7 +171,7 @@ export class Challenges {
     if (space < 0 || !NONCE.test(solution.slice(space + 1))) return 'invalid'
     const challenge = solution.slice(0, space)
     const fields = this.signer.verify(challenge)
-    if (!fields || fields.length !== 6) return 'invalid'
+    if (fields?.length !== 6) return 'invalid'
     const [version, gate, visitor, difficulty, expiry, id] = fields as [string, string, string, string, string, string]
     if (version !== CHALLENGE_VERSION || gate !== this.gate || visitor !== visitorTag(visitorId)) return 'invalid'
     if (!DIFFICULTY.test(difficulty) || Number(difficulty) > 32 || !EXPIRY.test(expiry)) return 'invalid'

@@ -171,6 +171,7 @@ function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSett
     optionError(`cookie.name must be a cookie name (letters, digits, '_', '-', ...), got ${describe(c.name)}`)
   }
   const path = c.path ?? '/'
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   if (typeof path !== 'string' || !/^\/[^;\s\x00-\x1f\x7f]*$/.test(path)) {
     optionError(`cookie.path must start with '/' and contain no ';' or spaces, got ${describe(c.path)}`)
   }

@@ -32,7 +32,7 @@ export function encodePass(signer: Signer, pass: PassFields): string {
 /** The pass in `value` if it is well formed and correctly signed (expiry not checked), else `null`. */
 export function decodePass(signer: Signer, value: string): PassFields | null {
   const fields = signer.verify(value)
-  if (!fields || fields.length !== 5 || fields[0] !== PASS_VERSION) return null
+  if (fields?.length !== 5 || fields[0] !== PASS_VERSION) return null
   const [, gate, token, exp, flag] = fields as [string, string, string, string, string]
   if (!/^[0-9a-z]{1,11}$/.test(exp) || (flag !== 'p' && flag !== 'f') || token.length === 0) return null
   return { gate, token, expiresAt: parseInt(exp, 36), provisional: flag === 'p' }

@@ -101,12 +101,12 @@ export class Steering {
     this.#reading ??= this.store.control!(this.name)
       .then(
         (record) => {
-          if (this.#closed) return
+          if (this.#closed) return undefined
           this.#skew = record.now - Date.now()
           // Version 0 is a record that was never set; clearing fields keeps the version. A gate
           // that knew a version and reads none lost the record with the store's data.
           if (record.version === 0 && this.#state.version > 0) return this.restore()
-          this.apply(
+          return this.apply(
             decodeControl(record, (field, value) =>
               this.warnOnce(`${field}=${value}`, { gate: this.name, field, value }, `airlock-shield: ignoring the control record's ${field} of '${this.name}': ${JSON.stringify(value)} is not valid`),
             ),

@@ -39,7 +39,7 @@ export function encodeTicket(signer: Signer, ticket: TicketFields): string {
  */
 export function decodeTicket(signer: Signer, value: string, gate: string, now: number): string | null {
   const fields = signer.verify(value)
-  if (!fields || fields.length !== 4 || fields[0] !== TICKET_VERSION || fields[1] !== gate) return null
+  if (fields?.length !== 4 || fields[0] !== TICKET_VERSION || fields[1] !== gate) return null
   const [, , visitorId, issued] = fields as [string, string, string, string]
   if (visitorId.length === 0 || !/^[0-9a-z]{1,11}$/.test(issued)) return null
   const issuedAt = parseInt(issued, 36)

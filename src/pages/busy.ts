@@ -25,7 +25,7 @@ export const BUSY_PAGE_SCRIPT =
   'e.textContent=Math.ceil(l/1e3);setTimeout(t,(l-1)%1e3+1)}t()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */
-export const BUSY_PAGE_STYLE = BASE_STYLE + 'a{color:#2356c7}'
+export const BUSY_PAGE_STYLE = `${BASE_STYLE}a{color:#2356c7}`
 
 /**
  * CSP sources that allow the built-in page's inline script and style, for a site whose own policy

@@ -50,7 +50,7 @@ export const WAITING_PAGE_SCRIPT =
   'document.addEventListener("visibilitychange",function(){if(!document.hidden)poll()});next()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */
-export const WAITING_PAGE_STYLE = BASE_STYLE + 'b{font-size:1.4em}'
+export const WAITING_PAGE_STYLE = `${BASE_STYLE}b{font-size:1.4em}`
 
 /**
  * CSP sources that allow the built-in waiting page's inline script and style, for a site whose own

@@ -129,7 +129,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${describe(gated)}`)
   if (typeof keepPassCookie !== 'boolean') optionError(`keepPassCookie must be a boolean, got ${describe(keepPassCookie)}`)
   if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${describe(dashboard)}`)
-  if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~\/-]*$/.test(metricsPath))) {
+  if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))) {
     optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${describe(metricsPath)}`)
   }
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${describe(bodyLimit)}`)

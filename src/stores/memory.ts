@@ -324,7 +324,9 @@ export class MemoryStore implements Store {
       fields['#v'] = String(Number(fields['#v'] ?? 0) + 1)
       this.controls.set(name, fields)
       const watchers = this.controlWatchers.get(name)
-      if (watchers) queueMicrotask(() => watchers.forEach((w) => w()))
+      if (watchers) queueMicrotask(() => {
+        for (const w of watchers) w()
+      })
     }
     const { '#v': version, ...rest } = fields
     return { fields: rest, version: Number(version ?? 0), now: this.now() }

@@ -69,7 +69,7 @@ export interface Store {
    * keys expire, so instances that stop reporting leave nothing behind. Resolves to the number of
    * instances whose reports are live, this one included (a store that cannot tell: `undefined`).
    */
-  report?(name: string, instance: string, data: string, ttl: number): Promise<number | void>
+  report?(name: string, instance: string, data: string, ttl: number): Promise<number | undefined>
 
   /**
    * Optional (with {@link Store.report}): slots, the line, recent admissions from the line, and

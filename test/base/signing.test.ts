@@ -15,7 +15,7 @@ describe('signer', () => {
       const c = v[i] === 'A' ? 'B' : 'A'
       expect(s.verify(v.slice(0, i) + c + v.slice(i + 1))).toBeNull()
     }
-    expect(s.verify(v + 'x')).toBeNull()
+    expect(s.verify(`${v}x`)).toBeNull()
     expect(s.verify(v.slice(0, -1))).toBeNull()
   })
 

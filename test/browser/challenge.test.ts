@@ -151,7 +151,7 @@ async function startSite(opts: { csp?: string; noscriptDelay?: number } = {}) {
     if (joined) return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>In line</title><h1 id="in">In line</h1>')
     const issued = challenges.issue('visitor', Date.now(), 12)
     res.writeHead(202, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': opts.csp ?? CHALLENGE_PAGE_CSP })
-    res.end(renderChallengePage({ ...issued, noscriptDelay: challengeSettings({ noscriptDelay: opts.noscriptDelay ?? 15_000 })!.noscriptDelay, nonce: undefined }))
+    return res.end(renderChallengePage({ ...issued, noscriptDelay: challengeSettings({ noscriptDelay: opts.noscriptDelay ?? 15_000 })!.noscriptDelay, nonce: undefined }))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`

@@ -61,7 +61,7 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     const base = `http://127.0.0.1:${(apps[0]!.server.address() as { port: number }).port}/airlock/`
     await page.goto(`${base}?token=${TOKEN}`)
     expect(page.url()).toBe(base) // the token left the address bar
-    const tile = (k: string) => page.locator(`[data-gate="shop"] [data-k="${k}"]`).innerText()
+    const tile = (k: string) => page.locator(`[data-gate="shop"] [data-k="${k}"]`).textContent()
     await page.locator('[data-gate="shop"] [data-k="held"]').waitFor()
     // Compare with the store until a sample matches (the page updates twice a second).
     await until(async () => {

@@ -30,7 +30,7 @@ function startChecker() {
     let buffered = ''
     socket.on('data', (chunk) => {
       buffered += chunk.toString()
-      let i
+      let i: number
       while ((i = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, i)
         buffered = buffered.slice(i + 1)

@@ -25,7 +25,12 @@ function countStatus(inner: MemoryStore): { store: Store; calls: () => number } 
   const store = new Proxy(inner, {
     get(target, prop) {
       const v = Reflect.get(target, prop, target) as unknown
-      if (prop === 'status') return (...a: [string]) => (n++, target.status(...a))
+      if (prop === 'status') {
+        return (...a: [string]) => {
+          n++
+          return target.status(...a)
+        }
+      }
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
     },
   })
@@ -43,7 +48,7 @@ async function readEvents(url: string, headers: Record<string, string>, count: n
     const { value, done } = await reader.read()
     if (done) break
     text += new TextDecoder().decode(value)
-    let i
+    let i: number
     while ((i = text.indexOf('\n\n')) >= 0) {
       const block = text.slice(0, i)
       text = text.slice(i + 2)

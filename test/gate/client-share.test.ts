@@ -154,7 +154,7 @@ describe.each(['memory', 'redis'] as const)('a cookie-less flood from one addres
     expect(seen.other).toBe(0)
     // No more than its share of places ahead of any honest visitor (20), whatever its request rate;
     // and no more new places than its rate allows (a burst of 60, then one a second).
-    positions.forEach((p, i) => expect(p).toBeLessThanOrEqual(i + 1 + 20))
+    for (const [i, p] of positions.entries()) expect(p).toBeLessThanOrEqual(i + 1 + 20)
     expect(seen.queued + seen.admit).toBeLessThanOrEqual(60 + Math.ceil(took / 1000))
     // The line drains one at a time (limit 1): each visitor is admitted only after everyone before it.
     expect(order).toEqual([])

@@ -135,7 +135,7 @@ http { access_log off; ${temp}
   )
   const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' })
   const url = `http://127.0.0.1:${port}`
-  await until(async () => (await fetch(url + '/').catch(() => null)) !== null, 10_000, 50)
+  await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 10_000, 50)
   return {
     url,
     free: h.free,

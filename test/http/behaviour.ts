@@ -406,7 +406,7 @@ export function behaviour(adapter: AdapterName): void {
         'percent-encoded': good.replaceAll('~', '%7E'),
         // base64 instead of base64url (forced to differ even when the value has no '-' or '_').
         'standard base64': /[-_]/.test(good) ? good.replace(/-/g, '+').replace(/_/g, '/') : `${good.slice(0, -1)}/`,
-        'non-ascii': good.slice(0, -1) + 'é',
+        'non-ascii': `${good.slice(0, -1)}é`,
         quoted: `"${good.slice(0, -2)}"`,
         'other gate': forge({ gate: 'other', token }),
         'other secret': forge({ token }, 'another-secret-that-is-32-bytes-or-more'),

@@ -82,7 +82,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  */
 export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Promise<TestApp> {
   const stats = setup.stats ?? new Stats()
-  let hangs: (() => void)[] = []
+  const hangs: (() => void)[] = []
   const hang = (): Promise<void> => new Promise((r) => hangs.push(r))
   const unhang = (): void => {
     for (const h of hangs.splice(0)) h()

@@ -73,7 +73,15 @@ describe.each([
     const sockets = await Promise.all([1, 2, 3].map(() => open(`ws://${host}/ws`)))
     expect(await held(store)).toBe(3)
     expect((await fetch(`http://${host}/`, { headers: { accept: 'application/json' } })).status).toBe(503)
-    await Promise.all(sockets.map((s) => new Promise((done) => (s.once('close', done), s.close()))))
+    await Promise.all(
+      sockets.map(
+        (s) =>
+          new Promise((done) => {
+            s.once('close', done)
+            s.close()
+          }),
+      ),
+    )
     await sleep(100)
     expect(await held(store)).toBe(0)
     expect((await fetch(`http://${host}/`)).status).toBe(200)

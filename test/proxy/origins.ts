@@ -16,7 +16,7 @@ export interface Origin {
 async function spawned(cmd: string, args: string[], cwd: string, port: number): Promise<Origin> {
   const proc: ChildProcess = spawn(cmd, args, { cwd, stdio: 'ignore' })
   const url = `http://127.0.0.1:${port}`
-  await until(async () => (await fetch(url + '/').catch(() => null)) !== null, 15_000, 100)
+  await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 15_000, 100)
   return {
     url,
     stop: () =>

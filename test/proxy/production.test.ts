@@ -66,7 +66,7 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
       expect(status(r.out)).toBe(200)
       expect(JSON.parse(body(r.out))).toEqual({ length: size, md5: md5(data) })
     }
-    const chunked = Buffer.from('x'.repeat(300_000) + 'end')
+    const chunked = Buffer.from(`${'x'.repeat(300_000)}end`)
     const file = join(dir, 'chunked')
     writeFileSync(file, chunked)
     const c = await curl(['-H', 'transfer-encoding: chunked', '-H', 'content-type: application/octet-stream', '--data-binary', `@${file}`, `${base}/upload`])
@@ -193,7 +193,15 @@ describe('WebSockets and a hanging origin', () => {
     const wide = await proxy({ target: origin.url, limit: 100, mode: 'request', ttl: 30_000 })
     const sockets = await Promise.all(Array.from({ length: 100 }, () => openSocket(`${wide.base.replace('http', 'ws')}/ws`)))
     expect((await wide.proxy.gate!.state()).held).toBe(100)
-    await Promise.all(sockets.map((s) => new Promise((done) => (s.once('close', done), s.close()))))
+    await Promise.all(
+      sockets.map(
+        (s) =>
+          new Promise((done) => {
+            s.once('close', done)
+            s.close()
+          }),
+      ),
+    )
     await sleep(100)
     // Before: every upgrade kept its slot until ttl (plain requests got 503 for 10 s after 3 sockets at limit 3).
     expect((await wide.proxy.gate!.state()).held).toBe(0)

@@ -46,7 +46,9 @@ async function forwarder(target: number): Promise<{ port: number; moveTo(port: n
   const port = await freePort()
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   closers.push(() => new Promise((r) => server.close(r)))
-  closers.push(() => sockets.forEach((s) => s.destroy()))
+  closers.push(() => {
+    for (const s of sockets) s.destroy()
+  })
   return {
     port,
     moveTo(next) {

@@ -42,7 +42,11 @@ async function sentinel(primaryPort: number): Promise<number> {
   )
   const proc: ChildProcess = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' })
   closers.push(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) await new Promise<void>((r) => (proc.once('exit', () => r()), proc.kill('SIGKILL')))
+    if (proc.exitCode !== null || proc.signalCode !== null) return
+    await new Promise<void>((r) => {
+      proc.once('exit', () => r())
+      proc.kill('SIGKILL')
+    })
     rmSync(dir, { recursive: true, force: true })
   })
   // A fresh probe each try: one whose first connect failed keeps reconnecting and refuses connect().
@@ -84,7 +88,10 @@ describe('Redis Sentinel failover', () => {
     const refresh = setInterval(() => {
       for (const l of held) void l.refresh().then((ok) => ok || held.delete(l), () => {})
     }, 600)
-    closers.push(() => (clearInterval(sample), clearInterval(refresh)))
+    closers.push(() => {
+      clearInterval(sample)
+      clearInterval(refresh)
+    })
     // A steady stream of acquisitions, before, during and after the failover.
     let stop = false
     const fences: number[] = []
