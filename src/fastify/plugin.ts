@@ -62,7 +62,7 @@ const ABORTED = 1
 const SENT = 2
 
 /** Where one gate keeps its decision on a reply (its own symbols, so stacked gates never collide). */
-interface Slots {
+interface ReplyKeys {
   gate: symbol
   decision: symbol
   flags: symbol
@@ -74,7 +74,7 @@ type Hooked = FastifyReply & Record<symbol, unknown>
 interface Registry {
   gates: Map<string, Gate<FastifyRequest>>
   /** Most recent last: `reply.airlock` is the last gate's decision on the reply. */
-  slots: Slots[]
+  slots: ReplyKeys[]
 }
 
 const folds = new WeakMap<object, boolean>()
@@ -114,7 +114,7 @@ function controlOf(reply: Hooked, registry: Registry): AirlockControl {
   return NO_CONTROL
 }
 
-function makeHooks(gate: Gate<FastifyRequest>, s: Slots) {
+function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
   const slotOf = (reply: Hooked): { release(failed?: boolean): Promise<boolean> } | undefined => {
     const d = reply[s.decision] as GateDecision | null
     return d !== null && d.kind === 'admit' ? d.slot : undefined
@@ -215,8 +215,8 @@ function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void 
 }
 
 /** Reply slots for one more gate (its own symbols), registered on the instance. */
-function newSlots(fastify: FastifyInstance, registry: Registry, name: string): Slots {
-  const slots: Slots = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`), since: Symbol(`airlock.${name}.since`) }
+function newReplyKeys(fastify: FastifyInstance, registry: Registry, name: string): ReplyKeys {
+  const slots: ReplyKeys = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`), since: Symbol(`airlock.${name}.since`) }
   registry.slots.push(slots)
   fastify.decorateReply(slots.gate, null)
   fastify.decorateReply(slots.decision, null)
@@ -288,7 +288,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
     )
   }
   registry.gates.set(gate.name, gate)
-  const slots = newSlots(fastify, registry, gate.name)
+  const slots = newReplyKeys(fastify, registry, gate.name)
   const gates: Gate<FastifyRequest>[] = [gate]
   const hooks = makeHooks(gate, slots)
   // Serve only once every gate has read its live control (a closed site stays closed across a restart).
@@ -329,7 +329,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
       if (registry.slots[0] !== slots) return
       const child = gate.child(checkRouteGate(cfg, `config.airlock of ${route.method} ${route.url}`))
       gates.push(child)
-      own = makeHooks(child, newSlots(fastify, registry, child.name))
+      own = makeHooks(child, newReplyKeys(fastify, registry, child.name))
       routeHooks.set(cfg as object, own)
     }
     attach(route, own)

@@ -1,6 +1,6 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { describe, optionsObject } from '../base/validate.js'
-import { Slots, type Waiter } from './memory-slots.js'
+import { MemorySemaphore, type Waiter } from './memory-semaphore.js'
 import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
@@ -17,7 +17,7 @@ export interface MemoryStoreOptions {
  */
 export class MemoryStore implements Store {
   readonly kind = 'memory'
-  private readonly sems = new Map<string, Slots>()
+  private readonly sems = new Map<string, MemorySemaphore>()
   private readonly fences = new Map<string, number>()
   /** The admission rate's theoretical arrival time, by name (kept like fences: small, per name). */
   private readonly rates = new Map<string, number>()
@@ -40,17 +40,17 @@ export class MemoryStore implements Store {
     this.now = options.now ?? (() => Date.now())
   }
 
-  private sem(name: string): Slots {
+  private sem(name: string): MemorySemaphore {
     this.assertOpen()
     let s = this.sems.get(name)
     if (!s) {
-      s = new Slots()
+      s = new MemorySemaphore()
       this.sems.set(name, s)
     }
     return s
   }
 
-  private tidy(name: string, s: Slots): void {
+  private tidy(name: string, s: MemorySemaphore): void {
     if (s.empty) this.sems.delete(name)
   }
 
@@ -135,7 +135,7 @@ export class MemoryStore implements Store {
    * Settles the line and, when room is now reserved for the caller, admits it from the line.
    * Wakes the other waiters reserved now.
    */
-  private settleFor(s: Slots, name: string, req: AcquireRequest, now: number, mayAdmit: boolean, cap: number): AcquireResult | undefined {
+  private settleFor(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, mayAdmit: boolean, cap: number): AcquireResult | undefined {
     // A held line admits nobody new; room reserved before the hold may still be claimed.
     const fresh = req.queue?.hold ? [] : s.settle(now, cap)
     if (mayAdmit && s.reserved.has(req.token)) {
@@ -151,7 +151,7 @@ export class MemoryStore implements Store {
    * `fromLine`: admitted from the line. Only those admissions are recorded for the ETA: they
    * measure how fast the line moves (direct admissions while nobody waits measure arrivals).
    */
-  private admit(s: Slots, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
+  private admit(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
     // Seeded from the clock like the Redis store's, so fences keep increasing across a restart.
     const fence = (this.fences.get(name) ?? Math.floor(now) * 1000) + 1
     this.fences.set(name, fence)
@@ -175,7 +175,7 @@ export class MemoryStore implements Store {
     this.rates.set(name, Math.max(this.rates.get(name) ?? 0, now) + 60_000 / rate)
   }
 
-  private queued(s: Slots, w: Waiter, now: number): AcquireResult {
+  private queued(s: MemorySemaphore, w: Waiter, now: number): AcquireResult {
     return {
       status: 'queued',
       position: s.rank(w.seq) + 1,

@@ -31,7 +31,7 @@ export interface Waiter {
 }
 
 /** One semaphore's slots and line, by name. Dropped from the store when empty. */
-export class Slots {
+export class MemorySemaphore {
   readonly holders = new Map<string, Holder>()
   used = 0
   /** Waiters in arrival order. */
