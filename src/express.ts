@@ -4,7 +4,7 @@
  */
 import { IncomingMessage, type ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
-import type { RoutingRules } from './gate/bypass.js'
+import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
 import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'

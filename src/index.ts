@@ -78,9 +78,9 @@ export type {
   RequestSlot,
   RequestView,
 } from './gate/types.js'
-export type { GateQueueOptions } from './gate/line.js'
+export type { GateQueueOptions } from './gate/option-types.js'
 export type { Duration } from './base/validate.js'
-export type { GateCounters, InstanceReport } from './gate/stats.js'
+export type { GateCounters, InstanceReport } from './gate/status-types.js'
 export {
   CHANNELS,
   type BreakerEvent,
