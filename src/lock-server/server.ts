@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, 
 import { isAirlockError, optionError } from '../base/errors.js'
 import { loadPeer } from '../base/peer.js'
 import { describe, duration, knownKeys, oneOf, positiveInteger } from '../base/validate.js'
-import { StoreGuard } from '../gate/guard.js'
+import { StoreGuard } from '../core/guard.js'
 import type { MemoryStore } from '../stores/memory.js'
 import { isRedisStore } from '../stores/redis.js'
 import { resolveStore } from '../stores/resolve.js'
