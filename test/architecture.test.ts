@@ -119,6 +119,19 @@ describe('src/ architecture', () => {
     expect(cycles).toEqual([])
   })
 
+  it('the lock service imports nothing of the gate, and of the stores only their public modules', () => {
+    // The stores' public modules: the contract (types.ts), the store a caller gets (resolve.ts), and
+    // the lock service's storage beside each store (resources.ts, public through
+    // airlock-shield/lock-server). Not a store's internals (redis.ts's key layout, its calls, its Lua).
+    const publicStores = ['stores/types.ts', 'stores/resolve.ts', 'stores/resources.ts']
+    const wrong = all
+      .filter((f) => layer(f) === 'lock-server')
+      .flatMap((f) => imports(f).map((target) => [relative(src, f), relative(src, target)] as const))
+      .filter(([, target]) => target.startsWith('gate/') || (target.startsWith('stores/') && !publicStores.includes(target)))
+      .map(([from, target]) => `${from} -> ${target}`)
+    expect(wrong).toEqual([])
+  })
+
   it("the root entry and everything it reaches import no optional peer (fastify, express, ioredis), not even as types", () => {
     const seen = new Set<string>()
     const peers: string[] = []
