@@ -34,7 +34,7 @@ export interface AirlockMiddleware<Req extends ExpressLikeRequest = ExpressLikeR
 }
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
+  // A namespace, not a module: this merges into the global `Express.Locals` that @types/express declares.
   namespace Express {
     interface Locals {
       /** Set by the airlock middleware: the decision, and `release()` to end a pass or a request slot early. */
