@@ -1,6 +1,7 @@
 /**
- * The `airlock` command: dispatches to `exec` and `serve`, and turns errors into one line on
- * stderr and a documented exit status.
+ * The `airlock` command: dispatches to its commands (`exec`, `serve`, `control`, `dashboard`,
+ * `proxy`, each in its own file with its help text), answers `--help` and `--version`, and turns
+ * errors into one line on stderr and a documented exit status (exit.ts).
  */
 import { controlCommand, CONTROL_HELP } from './control.js'
 import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'
