@@ -4,7 +4,7 @@
  */
 import { IncomingMessage, type ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
-import type { RoutingRules } from './gate/bypass.js'
+import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
 import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
@@ -34,7 +34,7 @@ export interface AirlockMiddleware<Req extends ExpressLikeRequest = ExpressLikeR
 }
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
+  // A namespace, not a module: this merges into the global `Express.Locals` that @types/express declares.
   namespace Express {
     interface Locals {
       /** Set by the airlock middleware: the decision, and `release()` to end a pass or a request slot early. */

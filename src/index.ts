@@ -1,12 +1,15 @@
 /**
  * airlock-shield: a distributed semaphore with leases, and what is built on it.
  *
- * The root holds what needs no optional peer: the semaphore, the memory store, the waiting room,
- * `throttle`, errors, signing, the pages, and the framework-free gate. Each optional peer has its
- * own entry point, so a project that does not use it installs nothing extra and its types never
- * import it: `airlock-shield/fastify` (fastify), `airlock-shield/express` (express),
- * `airlock-shield/redis` (ioredis), `airlock-shield/lock-server` (fastify), and
- * `airlock-shield/testing` (the store contract suite for custom stores).
+ * The root holds what needs no optional peer: the semaphore, the memory store and the Store
+ * contract's types, the waiting room, `throttle`, the framework-free gate and its types, the live
+ * control (`airlockControl`), the diagnostics channels and their payloads, errors, signing, and the
+ * busy and waiting pages. Each optional peer has its own entry point, so a project that does not
+ * use it installs nothing extra and its types never import it: `airlock-shield/fastify` (fastify),
+ * `airlock-shield/express` (express), `airlock-shield/redis` (ioredis),
+ * `airlock-shield/lock-server` (fastify), `airlock-shield/prometheus` (prom-client) and
+ * `airlock-shield/proxy` (undici). Two more need no peer: `airlock-shield/dashboard` (the
+ * operator's dashboard) and `airlock-shield/testing` (the store contract suite for custom stores).
  * @packageDocumentation
  */
 export { AirlockError, isAirlockError, type AirlockErrorCode } from './base/errors.js'
@@ -78,15 +81,19 @@ export type {
   RequestSlot,
   RequestView,
 } from './gate/types.js'
-export type { GateQueueOptions } from './gate/line.js'
+export type { GateQueueOptions } from './gate/option-types.js'
 export type { Duration } from './base/validate.js'
-export type { GateCounters, InstanceReport } from './gate/stats.js'
+export type { GateCounters, InstanceReport } from './gate/status-types.js'
 export {
   CHANNELS,
   type BreakerEvent,
+  type ChallengeEvent,
   type ControlEvent,
   type DecisionEvent,
+  type FailoverEvent,
+  type LimitEvent,
   type QueueEvent,
+  type ReleaseEvent,
   type StoreEvent,
 } from './base/events.js'
 export { createSigner, type Signer, type SignerOptions } from './base/signing.js'

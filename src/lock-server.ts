@@ -14,4 +14,4 @@ export {
   type RedisResourcesOptions,
   type ResourceDefinition,
   type ResourceStorage,
-} from './lock-server/resources.js'
+} from './stores/resources.js'

@@ -1,7 +1,8 @@
 /**
  * The shape of src/ (ARCHITECTURE.md): layers point one way (no two directories import each other,
- * no cycle through several), the leaf (base/) imports nothing of the package, the root entry's
- * types import no optional peer, and no file is longer than a newcomer reads in one sitting.
+ * no cycle through several), and so do files (no cycle of imports, type-only ones included), the
+ * leaf (base/) imports nothing of the package, the root entry's types import no optional peer, and
+ * no file is longer than a newcomer reads in one sitting.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, normalize, relative } from 'node:path'
@@ -59,6 +60,76 @@ describe('src/ architecture', () => {
     // The leaf imports nothing of the package; stores know nothing of the layers above them.
     expect([...(edges.get('base') ?? [])]).toEqual([])
     expect([...(edges.get('stores') ?? [])].sort()).toEqual(['base'])
+  })
+
+  it('files import each other one way only: the file graph has no cycle (type-only imports included)', () => {
+    const edges = new Map(all.map((f) => [f, [...new Set(imports(f))]] as const))
+    // Tarjan's strongly connected components; each component of more than one file (or a file that
+    // imports itself) is a cycle, reported as a path through it.
+    const index = new Map<string, number>()
+    const low = new Map<string, number>()
+    const stack: string[] = []
+    const onStack = new Set<string>()
+    const components: string[][] = []
+    const connect = (v: string): void => {
+      index.set(v, index.size)
+      low.set(v, index.get(v)!)
+      stack.push(v)
+      onStack.add(v)
+      for (const w of edges.get(v) ?? []) {
+        if (!edges.has(w)) continue // not a file of src/ (tsc reports those)
+        if (!index.has(w)) {
+          connect(w)
+          low.set(v, Math.min(low.get(v)!, low.get(w)!))
+        } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+      }
+      if (low.get(v) !== index.get(v)) return
+      const component: string[] = []
+      let w: string
+      do {
+        w = stack.pop()!
+        onStack.delete(w)
+        component.push(w)
+      } while (w !== v)
+      if (component.length > 1 || edges.get(v)!.includes(v)) components.push(component)
+    }
+    for (const f of all) if (!index.has(f)) connect(f)
+    // A path around each component: from its first file, breadth-first back to it within the component.
+    const cycles = components.map((component) => {
+      const inside = new Set(component)
+      const start = component[0]!
+      const previous = new Map<string, string>()
+      const queue = [start]
+      while (queue.length > 0) {
+        const v = queue.shift()!
+        const next = edges.get(v)!.filter((w) => inside.has(w))
+        if (next.includes(start)) {
+          const path = [v]
+          while (path[0] !== start) path.unshift(previous.get(path[0]!)!)
+          return [...path, start].map((f) => relative(src, f)).join(' -> ') + `  (component: ${component.map((f) => relative(src, f)).sort().join(' ')})`
+        }
+        for (const w of next) {
+          if (previous.has(w) || w === start) continue
+          previous.set(w, v)
+          queue.push(w)
+        }
+      }
+      return component.map((f) => relative(src, f)).join(' ')
+    })
+    expect(cycles).toEqual([])
+  })
+
+  it('the lock service imports nothing of the gate, and of the stores only their public modules', () => {
+    // The stores' public modules: the contract (types.ts), the store a caller gets (resolve.ts), and
+    // the lock service's storage beside each store (resources.ts, public through
+    // airlock-shield/lock-server). Not a store's internals (redis.ts's key layout, its calls, its Lua).
+    const publicStores = ['stores/types.ts', 'stores/resolve.ts', 'stores/resources.ts']
+    const wrong = all
+      .filter((f) => layer(f) === 'lock-server')
+      .flatMap((f) => imports(f).map((target) => [relative(src, f), relative(src, target)] as const))
+      .filter(([, target]) => target.startsWith('gate/') || (target.startsWith('stores/') && !publicStores.includes(target)))
+      .map(([from, target]) => `${from} -> ${target}`)
+    expect(wrong).toEqual([])
   })
 
   it("the root entry and everything it reaches import no optional peer (fastify, express, ioredis), not even as types", () => {

@@ -62,3 +62,21 @@ describe('core types', () => {
     createGate({ mode: 'queue' })
   })
 })
+
+describe('diagnostics channels', () => {
+  test("every channel's payload type is exported from the root", () => {
+    type Payloads = {
+      'airlock:decision': import('../src/index.js').DecisionEvent
+      'airlock:store': import('../src/index.js').StoreEvent
+      'airlock:breaker': import('../src/index.js').BreakerEvent
+      'airlock:queue': import('../src/index.js').QueueEvent
+      'airlock:control': import('../src/index.js').ControlEvent
+      'airlock:limit': import('../src/index.js').LimitEvent
+      'airlock:failover': import('../src/index.js').FailoverEvent
+      'airlock:release': import('../src/index.js').ReleaseEvent
+      'airlock:challenge': import('../src/index.js').ChallengeEvent
+    }
+    expectTypeOf<keyof Payloads>().toEqualTypeOf<(typeof import('../src/index.js').CHANNELS)[number]>()
+    expectTypeOf<Payloads['airlock:limit']>().toHaveProperty('recent').toEqualTypeOf<number | null>()
+  })
+})

@@ -80,11 +80,6 @@ export interface LimitEvent {
   recent: number | null
 }
 
-/**
- * A different Redis server answers the store (`airlock:failover`): a failover (`promoted`: the same
- * server, now serving a new replication history; `another server`: a new `run_id`, as after a
- * Sentinel failover, an endpoint switch or a restart). Writes made just before may be lost.
- */
 /** A visitor's slot or pass given back early by the origin or the app (`Airlock-Command: release`). */
 export interface ReleaseEvent {
   gate: string
@@ -104,6 +99,11 @@ export interface ChallengeEvent {
   ms: number
 }
 
+/**
+ * A different Redis server answers the store (`airlock:failover`): a failover (`promoted`: the same
+ * server, now serving a new replication history; `another server`: a new `run_id`, as after a
+ * Sentinel failover, an endpoint switch or a restart). Writes made just before may be lost.
+ */
 export interface FailoverEvent {
   store: string
   /** The store's key prefix. */

@@ -1,7 +1,7 @@
 /**
  * The `airlock` command: one table of its commands (name, what it does, help, runner) from which
  * the dispatch, the help and every message that lists the commands are made; errors become one line
- * on stderr and a documented exit status.
+ * on stderr and a documented exit status (exit.ts). Each command lives in its own file with its help.
  */
 import { controlCommand, CONTROL_HELP } from './control.js'
 import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'

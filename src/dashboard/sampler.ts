@@ -5,7 +5,8 @@
  * push (`watchControl`), not polled.
  */
 import { decodeControl, UNSTEERED, type ControlState } from '../core/control.js'
-import { clusterStatus, type ClusterStatus, type InstanceReport } from '../gate/stats.js'
+import { clusterStatus, type ClusterStatus } from '../gate/stats.js'
+import type { InstanceReport } from '../gate/status-types.js'
 import type { Store } from '../stores/types.js'
 
 /** One second of one gate, as the page draws it. No secret, no visitor data. */

@@ -8,29 +8,14 @@
  * The operator's live limit still wins (EffectiveLimit).
  */
 import { limitChannel, type LimitEvent } from '../base/events.js'
-import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, SHARP, type AdaptiveStep } from '../core/adaptive.js'
+import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, SHARP } from '../core/adaptive.js'
 import { AdaptiveBoard } from '../stores/adaptive-board.js'
 import type { AdaptReport, Store } from '../stores/types.js'
 import type { EffectiveLimit } from './limit.js'
 import { holdsPass } from './decisions.js'
 import type { GateDecision } from './types.js'
-
-export interface AdaptiveSettings {
-  min: number
-  max: number
-  initial: number
-}
-
-/** The adaptive limit as `gate.status()` shows it. */
-export interface AdaptiveState extends AdaptiveSettings {
-  /** The fleet's figure now. */
-  limit: number
-  /** The no-load latency estimate and the last window's 95th percentile (ms). */
-  baseline: number | null
-  recent: number | null
-  /** Why the last window moved it (or not). */
-  reason: AdaptiveStep['reason'] | 'start'
-}
+import type { AdaptiveSettings } from './option-types.js'
+import type { AdaptiveState } from './status-types.js'
 
 /** How often each instance hands its window to the fleet (ms): short, because a fleet sees the effect of a change only a window or two later. */
 export const ADAPTIVE_WINDOW_MS = 125

@@ -9,6 +9,7 @@
  */
 import { optionError } from '../base/errors.js'
 import { describe } from '../base/validate.js'
+import type { RoutingRules } from './types.js'
 
 /** The path of a request URL (without query string or fragment). */
 export function pathOf(url: string): string {
@@ -27,14 +28,6 @@ export function bypassPathOf(url: string): string {
   const path = pathOf(url)
   const semi = path.indexOf(';')
   return semi < 0 ? path : path.slice(0, semi)
-}
-
-/** How the framework in front of the gate routes, as far as a path's reading goes. */
-export interface RoutingRules {
-  /** The router matches paths without regard to case (Express's default; Fastify `caseSensitive: false`). */
-  foldCase?: boolean | undefined
-  /** The route the framework chose, when it names one path (a static route: no parameters or wildcards). */
-  route?: string | undefined
 }
 
 // Anything in a path that some router or origin reads otherwise: an escape, a doubled or trailing

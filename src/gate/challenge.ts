@@ -4,8 +4,10 @@ import { createSigner, type Signer } from '../base/signing.js'
 import { describe, duration, knownKeys, oneOf } from '../base/validate.js'
 import { newToken } from '../core/lease.js'
 import { SOLUTION_HEADER } from '../pages/challenge.js'
+import type { ChallengeSettings } from './option-types.js'
 
 export { SOLUTION_HEADER }
+export type { ChallengeSettings } from './option-types.js'
 
 /**
  * The waiting room's proof-of-work challenge (`queue: { challenge: true }`): before a new visitor
@@ -40,28 +42,6 @@ export const SOLUTION_MAX_LENGTH = CHALLENGE_MAX_LENGTH + 17
 export const USED_MAX = 100_000
 /** New places a second, and people in line, under which the line is calm (no extra difficulty). */
 export const CALM = { newPerSecond: 10, waiting: 1000 } as const
-
-/** `queue.challenge` settled: every field set. */
-export interface ChallengeSettings {
-  /** Leading zero bits a calm line asks for (1 to 32). Default {@link DEFAULT_DIFFICULTY}. */
-  difficulty: number
-  /** The most bits {@link Challenges.difficultyFor} asks for under pressure. Default `difficulty + 4` (at most 32). */
-  maxDifficulty: number
-  /** How long a challenge can be solved (ms). Default 60 000. */
-  ttl: number
-  /**
-   * What the gate does with a wrong, expired or replayed solution. `'refuse'` (default): no
-   * place, a fresh challenge. `'shadow'`: the visitor is told it is queued but gets no real place,
-   * so a script learns nothing from the answer.
-   */
-  failed: 'refuse' | 'shadow'
-  /**
-   * A visitor without JavaScript cannot solve: the challenge page reloads itself (meta refresh)
-   * after this long, and the gate lets the visitor into the line once its ticket is at least this
-   * old (ms). Waiting is the no-JavaScript visitor's proof of work. Default 15 000.
-   */
-  noscriptDelay: number
-}
 
 /**
  * The default difficulty: bits whose median solve in headless Chromium on a 2-core server is well

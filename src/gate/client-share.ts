@@ -8,23 +8,7 @@ import { isIPv4, isIPv6 } from 'node:net'
 import { optionError } from '../base/errors.js'
 import { describe, knownKeys, positiveInteger } from '../base/validate.js'
 import type { ClientShare } from '../stores/types.js'
-
-/** The `clientShare` option. */
-export interface ClientShareOptions {
-  /**
-   * At most this many places in line and unconfirmed slots at once, per client. Default 20: a
-   * household or an office behind one address queues together; raise it where many people share
-   * an address (a campus, a carrier NAT), or give `clientKey` a user id.
-   */
-  places?: number
-  /**
-   * At most this many unconfirmed slots at once (a slot stops counting once its pass is confirmed:
-   * the browser came back with the cookie). Default: a quarter of the limit in force, at least 1.
-   */
-  slots?: number
-  /** At most this many new slots and places a minute, per client (a burst of that many, then evenly spaced). Default 60. */
-  perMinute?: number
-}
+import type { ClientShareOptions } from './option-types.js'
 
 /** A gate's share settings, resolved. */
 export interface ShareSettings {

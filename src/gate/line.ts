@@ -1,4 +1,4 @@
-import type { QueueSettings, Store } from '../stores/types.js'
+import type { Store } from '../stores/types.js'
 import { QUEUE_KEYS, queueSettings } from '../core/queue.js'
 import { createWaitingRoom, type Queued, type WaitingRoom } from '../core/waiting-room.js'
 import { optionError } from '../base/errors.js'
@@ -6,34 +6,14 @@ import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import { describe, duration, inMs, knownKeys } from '../base/validate.js'
 import { LineAnswers, type LinePlace } from '../pages/answers.js'
-import type { WaitingPage } from '../pages/waiting.js'
 import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
 import type { Opening } from './steering.js'
-import { challengeSettings, type ChallengeSettings } from './challenge.js'
+import { challengeSettings } from './challenge.js'
+import type { GateQueueOptions } from './option-types.js'
 import { Door } from './door.js'
 
 export type { LinePlace } from '../pages/answers.js'
-
-/**
- * The gate's `queue` option: a fair waiting room in front of the site. Durations in ms. The line
- * settings ({@link QueueSettings}) default to: `order` `'fifo'`, `maxLength` 100,000 (beyond it
- * newcomers get the busy answer), `idleTimeout` 30,000 (a visitor whose page stopped polling),
- * `claimWindow` 10,000, `confirmTimeout` 3 x pollInterval, at least 5,000, at most idleTimeout.
- */
-export interface GateQueueOptions extends Partial<QueueSettings> {
-  /**
-   * How often the waiting page polls while visible (jittered 0.75x..1.25x), and the `Retry-After`
-   * of a queued answer. Default 2,000. Must leave room for a poll within `claimWindow` and `idleTimeout`.
-   */
-  pollInterval?: number
-  /** A custom waiting page (a function of the place in line returning HTML). */
-  page?: WaitingPage
-  /**
-   * A proof-of-work door before a new place or slot (off by default): `true`, or `{ difficulty,
-   * maxDifficulty, ttl, failed: 'refuse' | 'shadow', noscriptDelay }`. See docs/waiting-room.md "Bots".
-   */
-  challenge?: boolean | Partial<ChallengeSettings>
-}
+export type { GateQueueOptions } from './option-types.js'
 
 /** The waiting-room part of a gate: the line in the store, tickets, and the queued answers. */
 export class GateLine {

@@ -3,7 +3,7 @@
  * sentence naming it and the fix) and every default and derived value settled, in one function
  * with no side effects but the process's random secret, made once when first needed.
  */
-import type { AdaptiveSettings } from './adaptive.js'
+import type { AdaptiveSettings, GateQueueOptions } from './option-types.js'
 import type { Store } from '../stores/types.js'
 import { resolveStore } from '../stores/resolve.js'
 import { optionError, warnOnce } from '../base/errors.js'
@@ -11,7 +11,6 @@ import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
 import { describe, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
-import type { GateQueueOptions } from './line.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
 import { PathMatcher } from './bypass.js'
 import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'

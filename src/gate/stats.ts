@@ -7,40 +7,7 @@ import { hostname } from 'node:os'
 import { estimateWait } from '../core/waiting-room.js'
 import type { Store } from '../stores/types.js'
 import type { GateDecision, GateStatus } from './types.js'
-
-/** Decisions of one instance since it started. */
-export interface GateCounters {
-  admitted: number
-  busy: number
-  queued: number
-  pass: number
-  bypass: number
-  /** Store calls that failed or ran out of budget. */
-  storeErrors: number
-  /** Busy answers (counted in `busy` too) because the client held its share (`clientShare`). */
-  clientShare: number
-  /** Proof-of-work challenges sent (`queue.challenge`; counted in `busy` too), and solutions refused. */
-  challenged: number
-  challengeFailed: number
-}
-
-/** What an instance reports (JSON in the store) and how {@link Gate.status} shows it. */
-export interface InstanceReport {
-  /** `host:pid:n`. */
-  id: string
-  host: string
-  pid: number
-  mode: 'session' | 'request'
-  limit: number
-  counters: GateCounters
-  /** Admissions (from the line and direct) in the last 60 s. */
-  admittedLastMinute: number
-  /** Store call latency over the last calls (up to 256), ms. */
-  storeLatencyMs: { p50: number | null; p99: number | null }
-  breaker: 'open' | 'closed'
-  /** When it reported (its clock, ms). */
-  at: number
-}
+import type { GateCounters, InstanceReport } from './status-types.js'
 
 let sequence = 0
 const SAMPLES = 256

@@ -1,14 +1,15 @@
-/** The gate's public types: its options, the request view adapters hand it, and its decisions. */
+/**
+ * The gate's public types: its options, the request view adapters hand it, and its decisions. A
+ * leaf of the gate: it imports types only from other layers and the type-only leaves
+ * (option-types.ts, status-types.ts), never from the gate's implementation files, which import it.
+ */
 import type { ControlState } from '../core/control.js'
-import type { AdaptiveState } from './adaptive.js'
 import type { Store } from '../stores/types.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
-import type { GateQueueOptions } from './line.js'
-import type { ClientShareOptions } from './client-share.js'
 import type { Duration } from '../base/validate.js'
-import type { InstanceReport } from './stats.js'
-import type { RoutingRules } from './bypass.js'
+import type { ClientShareOptions, GateQueueOptions } from './option-types.js'
+import type { AdaptiveState, InstanceReport } from './status-types.js'
 
 export type { GateResponse } from '../pages/answers.js'
 
@@ -161,6 +162,14 @@ export interface GateOptions<Req = unknown> {
    * setting), IPv4 by address and IPv6 by /64.
    */
   clientKey?: (request: Req) => string | undefined
+}
+
+/** How the framework in front of the gate routes, as far as a path's reading goes (bypass.ts). */
+export interface RoutingRules {
+  /** The router matches paths without regard to case (Express's default; Fastify `caseSensitive: false`). */
+  foldCase?: boolean | undefined
+  /** The route the framework chose, when it names one path (a static route: no parameters or wildcards). */
+  route?: string | undefined
 }
 
 /** What a framework adapter hands to {@link Gate.decide}. */

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { isAirlockError } from '../base/errors.js'
-import type { StoreGuard } from '../gate/guard.js'
+import type { StoreGuard } from '../core/guard.js'
 import { isLockRequestError } from './locks.js'
 
 /** How reads answer: the Small Resource Server's envelope, or the stored JSON itself. */

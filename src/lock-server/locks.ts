@@ -11,7 +11,7 @@ import { describe, inMs, knownKeys, safeName } from '../base/validate.js'
 import { queueSettings } from '../core/queue.js'
 import { createWaitingRoom, MAX_VISITOR_ID_LENGTH, newVisitorId, type WaitingRoom } from '../core/waiting-room.js'
 import type { QueueSettings, Store } from '../stores/types.js'
-import { lockSemaphore, type ResourceDefinition, type ResourceStorage } from './resources.js'
+import { lockSemaphore, type ResourceDefinition, type ResourceStorage } from '../stores/resources.js'
 
 /**
  * How tickets waiting for a lock keep their place in line ({@link QueueSettings}). Defaults:

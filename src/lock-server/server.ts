@@ -8,15 +8,13 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, 
 import { isAirlockError, optionError } from '../base/errors.js'
 import { loadPeer } from '../base/peer.js'
 import { describe, duration, knownKeys, oneOf, positiveInteger } from '../base/validate.js'
-import { StoreGuard } from '../gate/guard.js'
-import type { MemoryStore } from '../stores/memory.js'
-import { isRedisStore } from '../stores/redis.js'
+import { StoreGuard } from '../core/guard.js'
 import { resolveStore } from '../stores/resolve.js'
+import { resourcesFor, type ResourceStorage } from '../stores/resources.js'
 import type { Store } from '../stores/types.js'
 import { flag, httpError, jsonBodyParser, notFound, readAnswer, refuse, sendError, ticketHeader, type DataFormat, type JsonBody } from './http.js'
 import { keyRing, LEVELS, type ApiKeys, type Level } from './keys.js'
 import { checkTimeout, DEFAULT_TIMEOUT_S, isLockRequestError, ResourceLocks, type LockQueueOptions } from './locks.js'
-import { memoryResources, redisResources, type ResourceStorage } from './resources.js'
 
 /** Options of {@link createLockServer}. */
 export interface LockServerOptions {
@@ -66,9 +64,6 @@ declare module 'fastify' {
   }
 }
 
-/** Resource storage per memory store, so a service re-created on the same store finds its data. */
-const memoryResourcesByStore = new WeakMap<object, ResourceStorage>()
-
 /**
  * Creates the HTTP lock service (a Fastify instance, not yet listening): named resources with
  * selectors, each (resource, selector) its own lock with its own JSON data. It speaks the Small
@@ -91,7 +86,7 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
   knownKeys('createLockServer()', options, OPTION_KEYS)
   const store = resolveStore(options.store)
   const keys = keyRing(options.apiKeys)
-  const resources = options.resources ?? resourcesFor(store)
+  const resources = options.resources ?? resourcesFor(store) ?? customStoreResources(store)
   checkResources(resources)
   const locks = new ResourceLocks({ store, resources, queue: options.queue })
   const bodyLimit = positiveInteger('bodyLimit', options.bodyLimit ?? 1024 * 1024)
@@ -233,19 +228,8 @@ function formatOf(request: FastifyRequest<{ Querystring: Record<string, string> 
   throw httpError(400, `format must be raw or envelope, got ${JSON.stringify(given)}`)
 }
 
-/** The storage matching a store: its Redis client for a Redis store, one memory storage per memory store. */
-function resourcesFor(store: Store): ResourceStorage {
-  if (isRedisStore(store)) {
-    return redisResources({ client: store.client, prefix: store.prefix, commandTimeout: store.commandTimeout })
-  }
-  if (store.kind === 'memory' && typeof (store as Partial<MemoryStore>).liveFence === 'function') {
-    let resources = memoryResourcesByStore.get(store)
-    if (!resources) {
-      resources = memoryResources(store as MemoryStore)
-      memoryResourcesByStore.set(store, resources)
-    }
-    return resources
-  }
+/** A custom store comes with its own storage (`resources`): the lock must be checked in the write's atomic step. */
+function customStoreResources(store: Store): never {
   return optionError(
     `resources is required with a custom store (kind '${store.kind}'): pass a ResourceStorage whose write checks the lock (see docs/lock-server.md)`,
   )

@@ -21,7 +21,7 @@ import { optionError } from '../base/errors.js'
 import type { BreakerEvent, ChallengeEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
 import { describe, durationOrZero, knownKeys } from '../base/validate.js'
-import { openGates } from '../gate/gate.js'
+import { openGates } from '../gate/registry.js'
 import type { GateStatus } from '../gate/types.js'
 
 export interface AirlockMetricsOptions {

@@ -2,8 +2,8 @@
  * Contract cases for the live control: the control record and its watchers (stores with
  * `control`), a held line, the pre-queue of a scheduled opening, and the admission rate.
  */
-import type { ContractContext, TestApi } from './index.js'
-import { LINE, sleep } from './index.js'
+import type { ContractContext, TestApi } from './types.js'
+import { LINE, sleep } from './util.js'
 
 export function controlCases(api: TestApi, ctx: ContractContext): void {
   const { it, expect } = api

@@ -1,7 +1,7 @@
 /** The store contract: the line (positions, reservations, eviction, claim windows, wake-ups, lottery). */
 import type { QueueRequest } from '../stores/types.js'
-import type { ContractContext, TestApi } from './index.js'
-import { LINE, sleep } from './index.js'
+import type { ContractContext, TestApi } from './types.js'
+import { LINE, sleep } from './util.js'
 
 export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   it('queues in arrival order and shows exact positions', async () => {

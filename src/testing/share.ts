@@ -3,8 +3,8 @@
  * its share, and its rate of new slots and places.
  */
 import type { ClientShare } from '../stores/types.js'
-import type { ContractContext, TestApi } from './index.js'
-import { LINE, sleep } from './index.js'
+import type { ContractContext, TestApi } from './types.js'
+import { LINE, sleep } from './util.js'
 
 export function shareCases(api: TestApi, ctx: ContractContext): void {
   const { it, expect } = api

@@ -1,6 +1,6 @@
 /** The store contract: slots (acquire, refresh, release, states, fences, weights, batches). */
-import type { ContractContext, TestApi } from './index.js'
-import { LINE, sleep } from './index.js'
+import type { ContractContext, TestApi } from './types.js'
+import { LINE, sleep } from './util.js'
 
 export function slotCases({ it, expect }: TestApi, ctx: ContractContext): void {
   it('admits up to the limit, then answers busy with the next expiry', async () => {

@@ -3,7 +3,7 @@
  * clean stop on SIGTERM/SIGINT; and on the memory store, with its warning.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { redisResources } from '../../src/lock-server/resources.js'
+import { redisResources } from '../../src/stores/resources.js'
 import { freePort, redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { airlock, type Run } from './harness.js'
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
-import { lockSemaphore, memoryResources, redisResources, type ResourceStorage, type WriteLock } from '../../src/lock-server/resources.js'
+import { lockSemaphore, memoryResources, redisResources, type ResourceStorage, type WriteLock } from '../../src/stores/resources.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { KEYS, sleep, startService, uniqueName, type Service } from './harness.js'
 

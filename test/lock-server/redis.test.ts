@@ -3,7 +3,7 @@
  * one Redis, a full restart (new client, new store, new service) keeping resources and data, the
  * Redis data model, and an outage answered with 503.
  */
-import { redisResources } from '../../src/lock-server/resources.js'
+import { redisResources } from '../../src/stores/resources.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'

@@ -4,14 +4,20 @@
  * a JSON document per (resource, selector), kept until the resource is deleted. A write lands only
  * while the writer holds the selector's lock, and never over a write of a later holder: the check
  * and the write are one atomic step (one Lua script on Redis, one synchronous step in memory).
+ *
+ * It lives beside the stores because that check reads the store's own slots (the Redis store's keys
+ * and Lua, the memory store's `liveFence`): the lock service (src/lock-server/) reaches the stores
+ * only through this module and the Store contract. The storages are public through
+ * `airlock-shield/lock-server`.
  */
 import { createHash } from 'node:crypto'
 import { optionError } from '../base/errors.js'
 import { describe, duration, knownKeys, safeName } from '../base/validate.js'
-import type { MemoryStore } from '../stores/memory.js'
-import { keyBase, redisClientOption } from '../stores/redis.js'
-import { luaScript, RedisCaller, type RedisClient } from '../stores/redis-calls.js'
-import { KEY_SUFFIXES } from '../stores/lua/prelude.js'
+import type { MemoryStore } from './memory.js'
+import { isRedisStore, keyBase, redisClientOption } from './redis.js'
+import { luaScript, RedisCaller, type RedisClient } from './redis-calls.js'
+import { KEY_SUFFIXES } from './lua/prelude.js'
+import type { Store } from './types.js'
 
 /** A resource as defined with `POST /resource`. */
 export interface ResourceDefinition {
@@ -220,4 +226,26 @@ function lockKeys(prefix: string, semaphore: string): [holders: string, meta: st
 /** Creates resource storage on Redis (ioredis client, standalone or Cluster). */
 export function redisResources(options: RedisResourcesOptions): RedisResources {
   return new RedisResources(options)
+}
+
+/** Resource storage per memory store, so a service re-created on the same store finds its data. */
+const memoryResourcesByStore = new WeakMap<object, ResourceStorage>()
+
+/**
+ * The storage matching a store: on a Redis store's client (same prefix and budget), or one memory
+ * storage per memory store; `undefined` for any other store (its storage must be given).
+ */
+export function resourcesFor(store: Store): ResourceStorage | undefined {
+  if (isRedisStore(store)) {
+    return redisResources({ client: store.client, prefix: store.prefix, commandTimeout: store.commandTimeout })
+  }
+  if (store.kind === 'memory' && typeof (store as Partial<MemoryStore>).liveFence === 'function') {
+    let resources = memoryResourcesByStore.get(store)
+    if (!resources) {
+      resources = memoryResources(store as MemoryStore)
+      memoryResourcesByStore.set(store, resources)
+    }
+    return resources
+  }
+  return undefined
 }
