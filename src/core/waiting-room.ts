@@ -1,9 +1,10 @@
 import { resolveStore } from '../stores/resolve.js'
-import type { AcquireResult, ClientShare, LeaseState, QueueRequest, QueueSettings, Store } from '../stores/types.js'
+import type { AcquireResult, ClientShare, QueueRequest, QueueSettings, Store } from '../stores/types.js'
 import { QUEUE_KEYS, queueSettings, type QueueDefaults } from './queue.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { runHolding, waitInLine } from './waiting.js'
-import { newToken, type Lease, type LeaseHandle, type RunContext, type SemaphoreState } from './lease.js'
+import type { Lease, LeaseHandle, RunContext, SemaphoreState } from './lease.js'
+import { AdmittedLease, assertVisitorId, estimateWait } from './visitor.js'
 import { createSemaphore, liveLimit, liveRate, type Semaphore } from './semaphore.js'
 import {
   abortSignal,
@@ -18,6 +19,8 @@ import {
   inMs,
   type Duration,
 } from '../base/validate.js'
+
+export { assertVisitorId, estimateWait, MAX_VISITOR_ID_LENGTH, newVisitorId } from './visitor.js'
 
 /**
  * Options of {@link createWaitingRoom}. All durations in milliseconds, at most 2^31 − 1 (a timer's
@@ -117,92 +120,6 @@ export interface WaitingRoomStatus extends SemaphoreState {
 
 /** Line settings of a waiting room when not given. */
 const ROOM_DEFAULTS: QueueDefaults = { order: 'fifo', maxLength: 100_000, idleTimeout: 30_000, claimWindow: 10_000, confirmTimeout: 0 }
-
-/** The longest visitor id accepted. */
-export const MAX_VISITOR_ID_LENGTH = 128
-const VISITOR_ID = /^[A-Za-z0-9._:~-]+$/
-
-/**
- * Checks a visitor id: 1 to 128 characters of letters, digits, `.`, `_`, `:`, `~` or `-` (so a
- * base64url token, a UUID or `user:42` fit, and the id is safe in a Redis key and a cookie).
- * Throws `ERR_AIRLOCK_OPTION` otherwise.
- */
-export function assertVisitorId(visitorId: unknown): string {
-  if (
-    typeof visitorId !== 'string' ||
-    visitorId.length === 0 ||
-    visitorId.length > MAX_VISITOR_ID_LENGTH ||
-    !VISITOR_ID.test(visitorId)
-  ) {
-    optionError(
-      `visitorId must be 1 to ${MAX_VISITOR_ID_LENGTH} characters of letters, digits, '.', '_', ':', '~' or '-', ` +
-        `got ${visitorId === undefined || typeof visitorId === 'string' ? describeId(visitorId) : describe(visitorId)}`,
-    )
-  }
-  return visitorId
-}
-
-function describeId(value: string | undefined): string {
-  if (typeof value === 'string' && value.length > 40) return `a string of ${value.length} characters`
-  return describe(value)
-}
-
-/**
- * A new unguessable visitor id (128 random bits, base64url). The visitor id is also the admitted
- * lease's token, so whoever knows it can release that slot: use this (or another secret id) when
- * ids travel in cookies or URLs.
- */
-export function newVisitorId(): string {
-  return newToken()
-}
-
-/**
- * Estimated wait (ms) for `position` given `admitted` admissions in the last `windowMs` ms, or
- * `null` while fewer than two admissions are known. The first admission of the window marks its
- * start, so `admitted - 1` of them fall in the `windowMs` span: `rate = (admitted - 1) / windowMs`
- * and `eta = position / rate`, rounded up.
- */
-export function estimateWait(
-  position: number,
-  admitted: number,
-  windowMs: number,
-): { eta: number | null; rate: number | null } {
-  if (admitted < 2 || windowMs <= 0) return { eta: null, rate: null }
-  const perMs = (admitted - 1) / windowMs
-  return { eta: Math.ceil(position / perMs), rate: perMs * 1000 }
-}
-
-/** The admitted slot, seen through the semaphore's lease handle (which tracks refreshes). */
-class AdmittedLease implements Lease {
-  constructor(
-    private readonly handle: LeaseHandle,
-    private readonly acquired: { fence: number; expiresAt: number },
-  ) {}
-
-  get token(): string {
-    return this.handle.token
-  }
-
-  get fence(): number {
-    return this.handle.fence ?? this.acquired.fence
-  }
-
-  get expiresAt(): number {
-    return this.handle.expiresAt ?? this.acquired.expiresAt
-  }
-
-  refresh(ttl?: Duration): Promise<boolean> {
-    return this.handle.refresh(ttl)
-  }
-
-  release(): Promise<boolean> {
-    return this.handle.release()
-  }
-
-  state(): Promise<LeaseState> {
-    return this.handle.state()
-  }
-}
 
 /** Options of {@link WaitingRoom.enter}. */
 export interface EnterOptions {

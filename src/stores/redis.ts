@@ -4,6 +4,8 @@ import { describe, duration, knownKeys, nonNegativeInteger, safeName } from '../
 import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
+import { batch, type Batch } from './redis-batch.js'
+import { RedisChannels } from './redis-pubsub.js'
 import { ServerWatch } from './redis-server.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
@@ -29,9 +31,6 @@ export interface RedisStoreOptions {
   /** How long a grant waits for the replicas' acknowledgement (ms). Default: half of `commandTimeout`. */
   replicaTimeout?: number
 }
-
-/** Most decisions sent in one batch call. */
-const MAX_BATCH = 16
 
 const LEASE_STATES = new Map<number, LeaseState>(
   Object.entries(LEASE_CODES).map(([state, code]) => [code, state as LeaseState]),
@@ -70,11 +69,8 @@ export class RedisStore implements Store {
   readonly replicaTimeout: number
   /** The `WAIT` the grants answered in this tick share (it covers every write the connection made before it). */
   #replicaWait: Promise<number> | undefined
-  private subscriber: RedisClient | undefined
-  private subscribing: Promise<RedisClient> | undefined
-  private readonly listeners = new Map<string, Set<(head: string) => void>>()
-  /** Channels subscribed (or being subscribed) on the subscriber connection. */
-  private readonly subscriptions = new Map<string, Promise<void>>()
+  /** The subscriber connection: wake-ups and control versions (see redis-pubsub.ts). */
+  private readonly channels: RedisChannels
   private readonly caller: RedisCaller
   private readonly leftovers: Leftovers
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
@@ -104,6 +100,7 @@ export class RedisStore implements Store {
       optionError(`replicaTimeout must be below commandTimeout (${this.commandTimeout} ms), got ${this.replicaTimeout}`)
     }
     this.caller = new RedisCaller(this.client, this.commandTimeout)
+    this.channels = new RedisChannels(this.client, this.caller.deadlines, this.commandTimeout)
     this.#server = new ServerWatch(this.client, this.prefix)
     this.leftovers = new Leftovers((name, tokens) =>
       this.run(scripts.ABANDON, name, { channel: this.channel(name) }, tokens),
@@ -156,7 +153,7 @@ export class RedisStore implements Store {
     let result: AcquireResult | null = null
     if (!req.queue && !req.admissionRate) {
       // null: the line is not empty; the single-decision script handles the line.
-      result = await this.batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
+      result = await batch(this.acquireBatches, name, req, (reqs) => this.acquireMany(name, reqs))
     }
     result ??= await this.acquireOne(name, req)
     // Sent before a different server was found answering, and answered by it (a command queued
@@ -269,41 +266,10 @@ export class RedisStore implements Store {
   }
 
   async release(name: string, token: string): Promise<boolean> {
-    return this.batch(this.releaseBatches, name, token, async (tokens) => {
+    return batch(this.releaseBatches, name, token, async (tokens) => {
       const reply = (await this.run(scripts.RELEASE, name, { channel: this.channel(name) }, tokens)) as number[]
       return reply.map((r) => r === 1)
     })
-  }
-
-  /**
-   * Coalesces decisions on one semaphore made in the same turn of the event loop into one script
-   * call (up to MAX_BATCH). Each decision is still taken on its own, in arrival order, atomically;
-   * the batch only shares the round trip and the script's setup. A lone decision goes out alone.
-   */
-  private batch<I, O>(
-    batches: Map<string, Batch<I, O>>,
-    name: string,
-    item: I,
-    run: (items: I[]) => Promise<O[]>,
-  ): Promise<O> {
-    let b = batches.get(name)
-    if (!b) {
-      const fresh: Batch<I, O> = { items: [], settle: [] }
-      batches.set(name, fresh)
-      process.nextTick(() => {
-        batches.delete(name)
-        for (let i = 0; i < fresh.items.length; i += MAX_BATCH) {
-          const settle = fresh.settle.slice(i, i + MAX_BATCH)
-          run(fresh.items.slice(i, i + MAX_BATCH)).then(
-            (out) => settle.forEach((s, j) => s.resolve(out[j]!)),
-            (err: unknown) => settle.forEach((s) => s.reject(err)),
-          )
-        }
-      })
-      b = fresh
-    }
-    b.items.push(item)
-    return new Promise<O>((resolve, reject) => b.settle.push({ resolve, reject }))
   }
 
   async leave(name: string, token: string): Promise<boolean> {
@@ -385,74 +351,17 @@ export class RedisStore implements Store {
     return this.listen(this.channel(name), listener)
   }
 
-  private async listen(channel: string, listener: (message: string) => void): Promise<() => void> {
-    if (this.closed) throw new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed')
-    let set = this.listeners.get(channel)
-    if (!set) {
-      set = new Set()
-      this.listeners.set(channel, set)
-    }
-    set.add(listener)
-    const forget = (): void => this.forget(channel, set, listener)
-    try {
-      const sub = await this.subscriberClient()
-      // One SUBSCRIBE per channel, shared by every listener; a failed one is tried again next time.
-      let pending = this.subscriptions.get(channel)
-      if (pending === undefined) {
-        const attempt = this.caller.deadlines.race(sub.subscribe(channel), Date.now() + this.commandTimeout).then(() => {})
-        this.subscriptions.set(channel, attempt)
-        attempt.catch(() => {
-          if (this.subscriptions.get(channel) === attempt) this.subscriptions.delete(channel)
-        })
-        pending = attempt
-      }
-      await pending
-    } catch (err) {
-      forget()
-      throw err
-    }
-    return forget
-  }
-
-  /** Drops one listener; the last one of a channel unsubscribes it. */
-  private forget(channel: string, set: Set<(headToken: string) => void>, listener: (headToken: string) => void): void {
-    set.delete(listener)
-    if (set.size > 0 || this.listeners.get(channel) !== set) return
-    this.listeners.delete(channel)
-    if (this.subscriptions.delete(channel)) this.subscriber?.unsubscribe(channel).catch(() => {})
-  }
-
-  /** One extra connection per store, opened on first use, for wake-up messages. */
-  private subscriberClient(): Promise<RedisClient> {
-    this.subscribing ??= (async () => {
-      const sub = this.client.duplicate() as RedisClient
-      sub.on('error', () => {}) // reconnects by itself; waiters keep their safety poll meanwhile
-      sub.on('message', (channel: string, message: string) => {
-        const set = this.listeners.get(channel)
-        if (set) for (const listener of set) listener(message)
-      })
-      this.subscriber = sub
-      return sub
-    })()
-    return this.subscribing
+  private listen(channel: string, listener: (message: string) => void): Promise<() => void> {
+    if (this.closed) return Promise.reject(new AirlockError('ERR_AIRLOCK_CLOSED', 'the redis store was closed'))
+    return this.channels.listen(channel, listener)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.leftovers.close()
-    this.listeners.clear()
-    this.subscriptions.clear()
-    const sub = this.subscriber
-    if (sub) {
-      sub.disconnect()
-    }
+    this.channels.close()
   }
-}
-
-interface Batch<I, O> {
-  items: I[]
-  settle: { resolve: (value: O) => void; reject: (err: unknown) => void }[]
 }
 
 function orNull(n: number): number | null {

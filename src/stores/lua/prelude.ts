@@ -1,63 +1,19 @@
 /**
- * What every script of the Redis store shares: the keys, the constants, and the Lua functions
- * (purging, fences, the line, reservations, releases). The scripts themselves are in scripts.ts.
- *
- * Keys of one semaphore share the hash tag `{<prefix>:<name>}` so Redis Cluster keeps them on one
- * slot. Every script receives all of them in KEYS, in this order:
- *
- *  1 `:h`  sorted set, lease token -> expiry (ms, server time)
- *  2 `:m`  hash, lease token -> "weight,fence"; `#used` = live weight units; `#far` = the time up to
- *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
- *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
- *  3 `:f`  fencing counter (INCR, never below the clock x 1000; kept at least FENCE_KEEP_MS after last use)
- *  4 `:q`  sorted set, the line: waiter token -> arrival number
- *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
- *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
- *          `#o` = the line's order ('f' fifo, 'r' random)
- *  7 `:r`  sorted set, reservations: waiter token -> time the room held for it lapses
- *  8 `:n`  arrival counter of the line
- *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
- * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
- * 11 `:is` sorted set, instances that reported (instance id -> time their report lapses)
- * 12 `:ic` hash, instance id -> its report (opaque text)
- * 13 `:rt` the admission rate's theoretical arrival time (GCRA, ms), while a rate is in force
- * 14 `:ctl` hash, the live control record (operator's fields; `#v` = version). No expiry: it is
- *          configuration, removed only by clearing every field.
- * 15 `:ad` hash, the fleet's adaptive limit: `l` the limit; `st` the estimator's state (text);
- *          `at`, `turn` when the last judge was chosen and its number; `ws`, `wf`, `wr` and `b<i>`
- *          the fleet's pending window (samples, failures, refused, latency histogram). Kept an hour.
- * 16 `:e`  hash, the server that granted the last slot: `id` its replication id (`master_replid`),
- *          `q` the time until which no slot is granted after it changed (see server_changed). Kept
- *          as long as the fencing counter.
- * 17 `:cs` hash, per-client shares: client key -> "tat|token|token|..." (the GCRA time of its new
- *          slots and places, then the tokens granted under it that may still hold something)
- * 18 `:ct` hash, token -> its client key (while the token is in that client's record)
- * 19 `:cx` sorted set, client key -> when its record is looked at again (the sweep)
- *
- * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
- * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
- * short list of recent releases.
+ * What every script of the Redis store shares: the keys as Lua locals, and the Lua functions
+ * (purging, fences, the line, reservations, releases; the client shares' in shares.ts). The keys
+ * and their constants are described in keys.ts; the scripts themselves are in scripts.ts.
  *
  * The common case (line empty, room free) takes a fast path of about seven Redis calls; the rest
  * (the line, reservations, idempotent re-entry) takes the general path.
  */
 
 import { luaLeaseCodes, luaReplies } from './boundary.js'
+import { ADMISSION_WINDOW_MS, FENCE_KEEP_MS, KEY_SLACK_MS, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+import { SHARE_FUNCTIONS } from './shares.js'
 
-/** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e', 'cs', 'ct', 'cx'] as const
+export { ADMISSION_WINDOW_MS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+export { SHARE_KEEP_MS } from './shares.js'
 
-/** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
-export const PRE_QUEUE_BASE = 2 ** 52
-
-export const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
-export const ADMISSION_WINDOW_MS = 60_000
-export const RELEASED_MEMORY = 1000
-export const RELEASED_KEEP_MS = 3_600_000
-/** Extra life given to keys past the farthest expiry they hold. */
-export const KEY_SLACK_MS = 60_000
-/** A client's record lives at least this long after its last grant (the rate's minute). */
-export const SHARE_KEEP_MS = 60_000
 /** Lapsed places removed per variadic call (well under Lua's unpack limit). */
 const SWEEP_CHUNK = 1000
 
@@ -366,85 +322,7 @@ local function live_reports(now)
   end
   return out
 end
-
--- A client's record: its rate's theoretical arrival time and the tokens that still hold something
--- (a live slot not yet refreshed, or a place in line) but except; the others are dropped from :ct
--- here (the record itself is rewritten by share_store). Returns tat, the live tokens, how many are slots.
-local function share_load(now, client, except)
-  local rec = redis.call('HGET', CS, client)
-  local tat, live, slots = 0, {}, 0
-  if not rec then return tat, live, slots end
-  local first = true
-  for part in string.gmatch(rec, '[^|]+') do
-    if first then
-      tat = tonumber(part)
-      first = false
-    elseif part ~= except then
-      local exp = redis.call('ZSCORE', H, part)
-      if exp and tonumber(exp) > now then
-        live[#live + 1] = part
-        slots = slots + 1
-      elseif redis.call('ZSCORE', Q, part) then
-        live[#live + 1] = part
-      else
-        redis.call('HDEL', CT, part)
-      end
-    end
-  end
-  return tat, live, slots
-end
-
--- Writes a client's record (or removes it once it holds nothing and owes the rate nothing).
-local function share_store(now, client, tat, live, keep)
-  if #live == 0 and tat <= now then
-    redis.call('HDEL', CS, client)
-    redis.call('ZREM', CX, client)
-    return
-  end
-  redis.call('HSET', CS, client, string.format('%.3f', tat) .. '|' .. table.concat(live, '|'))
-  redis.call('ZADD', CX, math.max(tat, now + keep), client)
-  for _, key in ipairs({CS, CT, CX}) do redis.call('PEXPIRE', key, keep + ${SHARE_KEEP_MS + KEY_SLACK_MS}) end
-end
-
--- True when client may take one more slot or place: under its places, its slots and its rate.
-local function share_allows(now, client, places, slots, per_minute)
-  local tat, live, held = share_load(now, client)
-  if per_minute > 0 and tat - now > (60000 / per_minute) * (per_minute - 1) then return false end
-  return #live < places and held < slots
-end
-
--- Counts token, just granted a slot or a place, against client.
-local function share_take(now, client, token, per_minute, keep)
-  local tat, live = share_load(now, client, token)
-  if per_minute > 0 then tat = math.max(tat, now) + 60000 / per_minute end
-  live[#live + 1] = token
-  redis.call('HSET', CT, token, client)
-  share_store(now, client, tat, live, keep)
-end
-
--- token no longer counts against its client (its slot was refreshed: the holder came back).
-local function share_drop(now, token)
-  local client = redis.call('HGET', CT, token)
-  if not client then return end
-  redis.call('HDEL', CT, token)
-  local tat, live = share_load(now, client, token)
-  if #live == 0 and tat <= now then
-    redis.call('HDEL', CS, client)
-    redis.call('ZREM', CX, client)
-  else
-    redis.call('HSET', CS, client, string.format('%.3f', tat) .. '|' .. table.concat(live, '|'))
-  end
-end
-
--- Looks again at a few records past their time: forgets those that hold nothing, keeps the others.
-local function share_sweep(now, keep)
-  local due = redis.call('ZRANGEBYSCORE', CX, '-inf', now, 'LIMIT', 0, 8)
-  for i = 1, #due do
-    local tat, live = share_load(now, due[i])
-    share_store(now, due[i], tat, live, keep)
-  end
-end
-
+${SHARE_FUNCTIONS}
 -- Frees token's live slot and remembers the release: 1, or 0 when it held none (an expired slot is
 -- purged with the others). Call expire_released and wake once after a batch.
 local function release_slot(now, token)

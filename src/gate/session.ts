@@ -1,0 +1,176 @@
+/**
+ * Session mode's decision flow: a pass holder is let in (from the verified cache, synchronously, or
+ * re-checked against the store); a newcomer gets a slot and a provisional pass, or with a `queue`
+ * goes through the door (`queue.challenge`) into the waiting room's line; else busy.
+ */
+import { newVisitorId, type EnterResult } from '../core/waiting-room.js'
+import type { Semaphore } from '../core/semaphore.js'
+import { firstCookie, prefersJson } from '../base/http.js'
+import type { GateResponse } from '../pages/answers.js'
+import { queueChannel, type QueueEvent } from '../base/events.js'
+import { GateLine } from './line.js'
+import type { Newcomers } from './steering.js'
+import { CONFIRM_LINK, releaseLateEntry, releaseLateTry } from './decisions.js'
+import { clientShareKey, shareFor } from './client-share.js'
+import type { DoorContext } from './door.js'
+import type { ClientShare } from '../stores/types.js'
+import type { Passes } from './passes.js'
+import { Flow, type GateParts } from './flow.js'
+import type { AdmitDecision, GateDecision, RequestView } from './types.js'
+
+export class SessionFlow<Req> extends Flow<Req> {
+  /** The waiting room (`queue`). */
+  private readonly line: GateLine | undefined
+
+  constructor(
+    parts: GateParts<Req>,
+    private readonly passes: Passes,
+  ) {
+    super(parts)
+    const s = parts.s
+    this.line =
+      s.queue === undefined
+        ? undefined
+        : new GateLine(s.name, s.queue, {
+            limit: parts.liveLimit,
+            admissionRate: parts.admissionRate,
+            ttl: s.provisionalTtl,
+            store: s.store,
+            secrets: s.secrets,
+            ticketCookieName: s.ticketCookieName,
+            onPageError: parts.answers.pageError('queue.page'),
+          })
+  }
+
+  override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    const value = firstCookie(view.headers.cookie, this.s.cookie.name)
+    if (value !== undefined) {
+      const cached = this.passes.cached(value, Date.now())
+      if (cached !== undefined) return cached
+    }
+    return this.decideSession(view, value !== undefined)
+  }
+
+  private async decideSession(view: RequestView<Req>, hasCookie: boolean): Promise<GateDecision> {
+    const deadline = Date.now() + this.s.storeTimeout
+    if (hasCookie) {
+      const outcome = await this.passes.check(view.headers.cookie, view.secure, deadline)
+      if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error, true) : outcome
+    }
+    const newcomers = this.steer.newcomers(Date.now())
+    if (newcomers.kind === 'normal' && this.loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
+    const client = this.clientOf(view)
+    if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers, client)
+    return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline, client) : this.busy(view, 'closed')
+  }
+
+  /** The store's share request for the request's client (`clientShare`), if any. */
+  private clientOf(view: RequestView<Req>): ClientShare | undefined {
+    const { share, clientKey } = this.s
+    const key = share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
+    return key ? shareFor(share!, key, this.limit.value) : undefined
+  }
+
+  /** A visitor without a valid pass: a provisional slot and pass if one is free (and its client within its share), else busy. */
+  private async admitVisitor(view: RequestView<Req>, deadline: number, client: ClientShare | undefined): Promise<GateDecision> {
+    const t0 = Date.now()
+    let got: Awaited<ReturnType<Semaphore['tryAcquire']>>
+    try {
+      got = await this.call(() => this.sem.tryAcquire({ client }), deadline, releaseLateTry)
+    } catch (err) {
+      return this.storeFailed(view, err)
+    }
+    const lease = got.lease
+    if (lease === null && got.refused === 'client-share') return this.busy(view, 'client-share')
+    if (lease === null || !this.share.keeps(lease, this.releaseError)) return this.full(view)
+    return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
+  }
+
+  /**
+   * Admitted to the slot `token` with a new provisional pass. A browser's page (a GET that prefers
+   * HTML) also gets the `Link` to the confirm request, so the pass is confirmed even if the page
+   * makes no other request.
+   */
+  private admitWithPass(
+    view: RequestView<Req>,
+    token: string,
+    reason: 'slot' | 'line',
+    issuedAt: number,
+    response: GateResponse | undefined,
+  ): AdmitDecision {
+    const page = response === undefined && this.s.confirm && view.method === 'GET' && !prefersJson(view.headers.accept)
+    this.share.passGiven(issuedAt)
+    return {
+      kind: 'admit',
+      reason,
+      token,
+      setCookie: this.passes.issue(token, issuedAt, view.secure),
+      headers: page ? CONFIRM_LINK : undefined,
+      response,
+      slot: undefined,
+    }
+  }
+
+  /**
+   * With a `queue`: enters the line under the ticket's visitor id (or a new one). Admitted (the
+   * line was empty and a slot free, or the visitor's turn came): a provisional pass bound to a slot
+   * whose token is the visitor id. Queued: `202` and, for a new visitor, the ticket cookie.
+   */
+  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers, client: ClientShare | undefined): Promise<GateDecision> {
+    const t0 = Date.now()
+    const ticketId = line.readTicket(view.headers.cookie, t0)
+    const fresh = ticketId === undefined
+    // Closed: nobody new in line; those in it keep their places (held) for the reopening.
+    if (newcomers.kind === 'closed' && fresh) return this.busy(view, 'closed')
+    // The proof-of-work door (`queue.challenge`) before a new place: a visitor id, or its answer.
+    const door = fresh ? line.door?.decide(view.headers, t0, this.doorContext(line, view)) : undefined
+    if (typeof door === 'object') return door
+    const visitorId = ticketId ?? door ?? newVisitorId()
+    const hold = newcomers.kind !== 'normal'
+    const opening = newcomers.kind === 'hold' ? newcomers.opening : null
+    let result: EnterResult
+    try {
+      // A new visitor admitted after the budget ran out never learns it: free that slot again.
+      const enter = { fresh, hold, shuffle: opening !== null, client }
+      result = await this.call(() => line.room.enter(visitorId, enter), deadline, fresh ? releaseLateEntry : undefined)
+    } catch (err) {
+      // A held line (queue-all, a scheduled opening) lets nobody in, whatever onStoreError says.
+      if (!hold) return this.storeFailed(view, err)
+      this.guard.logFailure(err, 'the line is held: busy')
+      return this.busy(view, 'store-unavailable')
+    }
+    if (result.status === 'full') {
+      this.queueEvent('full', null, result.waiting)
+      return this.busy(view, 'full')
+    }
+    if (result.status === 'client-share') return this.busy(view, 'client-share')
+    const poll = view.headers['x-airlock-poll'] !== undefined
+    if (result.status === 'queued') {
+      const place = line.place(result, opening)
+      if (line.door) line.door.pressure.waiting = place.waiting // the line's length raises the door's difficulty
+      this.queueEvent(ticketId === undefined ? 'enter' : 'wait', place.position, place.waiting)
+      const ticket = `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.passes.secureTail(this.s.cookie.tail, view.secure)}`
+      return {
+        kind: 'queued',
+        ...place,
+        setCookie: ticketId === undefined ? ticket : undefined,
+        response: line.answers.queued(place, this.answers.request(view), poll),
+      }
+    }
+    // The ticket stays: it names the visitor in this gate's line, and a place only exists in the store.
+    if (ticketId !== undefined) this.queueEvent('admit', null, null)
+    const response = poll ? line.answers.admitted() : undefined
+    return this.admitWithPass(view, visitorId, ticketId === undefined ? 'slot' : 'line', t0, response)
+  }
+
+  private doorContext(line: GateLine, view: RequestView<Req>): DoorContext {
+    const request = this.answers.request(view)
+    const tail = this.passes.secureTail(this.s.cookie.tail, view.secure)
+    const poll = view.headers['x-airlock-poll'] !== undefined
+    return { request, cookie: (v) => `${line.door!.cookieName}=${v}${tail}`, busy: (r) => this.busy(view, r), queued: (p) => line.answers.queued(p, request, poll) }
+  }
+
+  private queueEvent(event: QueueEvent['event'], position: number | null, waiting: number | null): void {
+    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.s.name, event, position, waiting } satisfies QueueEvent)
+  }
+}
