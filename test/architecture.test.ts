@@ -106,7 +106,7 @@ describe('src/ architecture', () => {
         if (next.includes(start)) {
           const path = [v]
           while (path[0] !== start) path.unshift(previous.get(path[0]!)!)
-          return [...path, start].map((f) => relative(src, f)).join(' -> ') + `  (component: ${component.map((f) => relative(src, f)).sort().join(' ')})`
+          return `${[...path, start].map((f) => relative(src, f)).join(' -> ')}  (component: ${component.map((f) => relative(src, f)).sort().join(' ')})`
         }
         for (const w of next) {
           if (previous.has(w) || w === start) continue

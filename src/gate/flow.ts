@@ -5,7 +5,7 @@
  */
 import type { Semaphore } from '../core/semaphore.js'
 import type { GateAnswers } from './busy.js'
-import type { StoreGuard } from './guard.js'
+import type { StoreGuard } from '../core/guard.js'
 import type { LocalShare } from './local-share.js'
 import type { LossWatch } from './failover.js'
 import type { EffectiveLimit } from './limit.js'

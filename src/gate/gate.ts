@@ -9,7 +9,7 @@
 import { createSemaphore, type Semaphore, type SemaphoreState } from '../core/semaphore.js'
 import { CONFIRMED } from '../pages/answers.js'
 import { GateAnswers } from './busy.js'
-import { StoreGuard } from './guard.js'
+import { StoreGuard } from '../core/guard.js'
 import { LocalShare } from './local-share.js'
 import { LossWatch } from './failover.js'
 import { gateStatus, GateStats, Reporter } from './stats.js'
@@ -203,7 +203,7 @@ export class Gate<Req = unknown> {
   private decideNow(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const s = this.#s
     if (s.confirm && view.url.endsWith(CONFIRM_QUERY)) return this.confirmRequest(view)
-    if (s.bypass !== undefined && s.bypass.bypasses(view.url, view.routing)) return this.confirm(view)
+    if (s.bypass?.bypasses(view.url, view.routing)) return this.confirm(view)
     if (s.skip !== undefined && this.answers.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
     if (this.#steer.passthrough) return BYPASS
     return this.#flow.decide(view)

@@ -32,8 +32,12 @@ export function batch<I, O>(
       for (let i = 0; i < fresh.items.length; i += MAX_BATCH) {
         const settle = fresh.settle.slice(i, i + MAX_BATCH)
         run(fresh.items.slice(i, i + MAX_BATCH)).then(
-          (out) => settle.forEach((s, j) => s.resolve(out[j]!)),
-          (err: unknown) => settle.forEach((s) => s.reject(err)),
+          (out) => {
+            for (const [j, s] of settle.entries()) s.resolve(out[j]!)
+          },
+          (err: unknown) => {
+            for (const s of settle) s.reject(err)
+          },
         )
       }
     })

@@ -378,7 +378,7 @@ function tookSomething(reply: readonly number[], at: number): boolean {
 export function redisClientOption(value: unknown): RedisClient {
   const client = value as Record<string, unknown> | undefined
   if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
-    optionError('client must be an ioredis Redis or Cluster instance (new Redis(url)), got ' + describe(value))
+    optionError(`client must be an ioredis Redis or Cluster instance (new Redis(url)), got ${describe(value)}`)
   }
   return value as RedisClient
 }
