@@ -1,7 +1,7 @@
 /**
- * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` (here
- * `node --import tsx`, the same loader without npx's lookup), or `npm run demo`. Memory store, no
- * Redis. Every process started here is killed after each test (its whole process group for npm).
+ * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` in a clone (here
+ * `node --import tsx`, the same loader without npx's lookup), `npm run demo`. Memory store, no Redis. Every
+ * process started here is killed after each test (its whole process group for npm).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -35,6 +35,14 @@ export function cleanUpExamples(): void {
 /** Starts `examples/<file>` with tsx; resolves once its output matches `ready`. */
 export function startExample(file: string, env: Record<string, string>, ready: RegExp): Promise<Running> {
   return started(spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], options(env, false)), file, ready)
+}
+
+/** Resolves with the exit code once `child` has exited (at once if it already has). */
+export function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode)
+    else child.once('exit', (code) => resolve(code))
+  })
 }
 
 /**
