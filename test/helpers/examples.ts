@@ -1,7 +1,8 @@
 /**
  * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` in a clone (here
- * `node --import tsx`, the same loader without npx's lookup), `npm run demo`. Memory store, no Redis. Every
- * process started here is killed after each test (its whole process group for npm).
+ * `node --import tsx`, the same loader without npx's lookup), `npm run demo`, or (`startIn`) in an
+ * app that installed the packed package. Memory store, no Redis. Every process started here is
+ * killed after each test (its whole process group for npm).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -35,6 +36,14 @@ export function cleanUpExamples(): void {
 /** Starts `examples/<file>` with tsx; resolves once its output matches `ready`. */
 export function startExample(file: string, env: Record<string, string>, ready: RegExp): Promise<Running> {
   return started(spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], options(env, false)), file, ready)
+}
+
+/**
+ * Starts `command args` in `cwd` (an app that installed the package, say), with the same
+ * environment as the examples (no REDIS_URL: memory store); resolves once its output matches `ready`.
+ */
+export function startIn(cwd: string, command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<Running> {
+  return started(spawn(command, args, { ...options(env, false), cwd }), [command, ...args].join(' '), ready)
 }
 
 /** Resolves with the exit code once `child` has exited (at once if it already has). */
