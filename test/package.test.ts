@@ -48,6 +48,14 @@ describe('packed package', () => {
     expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false)
   })
 
+  it('ships no source maps, and no built file points to one', () => {
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([])
+    const built = files.filter((f) => /^dist\/.*\.c?js$/.test(f))
+    expect(built.length).toBeGreaterThan(10)
+    const pointing = built.filter((f) => readFileSync(join(dir, 'node_modules', 'airlock-shield', f), 'utf8').includes('//# sourceMappingURL='))
+    expect(pointing).toEqual([])
+  })
+
   it('ships every docs/*.md, and every file the README and those docs link to (pictures too)', () => {
     const shippedDocs = files.filter((f) => f.startsWith('docs/') && f.endsWith('.md'))
     expect(shippedDocs.sort()).toEqual(readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`).sort())
