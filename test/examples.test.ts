@@ -3,32 +3,21 @@
  * store, no Redis): each server answers its first visitor, the library example finishes with its
  * report. They import `airlock-shield` as an app does; here that name means src/. (Where a user
  * installed the package, the shipped ones run against dist/: test/package.test.ts.)
- * `npm run demo` is the README's first command: started through npm, and stopped by a signal to
- * the npm process, as a terminal, a process manager or a container runtime stops it.
+ * `npm run demo` is the first command of the README's part for the repository: started through
+ * npm, and stopped by a signal to the npm process, as a terminal, a process manager or a container
+ * runtime stops it.
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { ENTRIES } from '../tsup.config.js'
-import { cleanUpExamples, exited, groupAlive, root, startExample, startNpmScript } from './helpers/examples.js'
+import { cleanUpExamples, exited, groupAlive, listening, root, startExample, startNpmScript } from './helpers/examples.js'
 import { freePort } from './helpers/redis.js'
 import { until } from './helpers/wait.js'
 
 cleanUpExamples()
-
-/** True while something accepts connections on 127.0.0.1:`port`. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.on('error', () => resolve(false))
-  })
-}
 
 describe('examples', () => {
   it('import the package by its name, which in the repository means src/ (tsconfig.json "paths", one per tsup entry), for tsx and tsc alike', () => {
