@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
+  // `airlock-shield` and `airlock-shield/<entry>` (as the examples import them) resolve to src/
+  // through tsconfig.json's "paths", as they do for tsc and tsx.
+  resolve: { tsconfigPaths: true },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

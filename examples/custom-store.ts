@@ -4,11 +4,13 @@
  * `tenantStore(inner, tenant)` lets several tenants (or apps) share one store without their
  * semaphore names clashing: each tenant's names get its own prefix. It only translates names and
  * forwards every call, so it keeps every guarantee of the store it wraps; the contract suite proves
- * it (test/testing/custom-store.test.ts runs it on a memory store and on a private Redis).
+ * it (the repository's test/testing/custom-store.test.ts runs it on a memory store and on a private
+ * Redis; docs/stores.md shows how to run it on your own store).
  *
- *   npx tsx examples/custom-store.ts
+ *   In your app (npm install airlock-shield tsx): npx tsx node_modules/airlock-shield/examples/custom-store.ts
+ *   In a clone of the repository: npx tsx examples/custom-store.ts
  */
-import { createSemaphore, memoryStore, type AcquireRequest, type Store } from '../src/index.js'
+import { createSemaphore, memoryStore, type AcquireRequest, type Store } from 'airlock-shield'
 
 export function tenantStore(inner: Store, tenant: string): Store {
   if (!/^[A-Za-z0-9_-]{1,16}$/.test(tenant)) throw new TypeError('tenant must be 1 to 16 of A-Z a-z 0-9 _ -')

@@ -1,11 +1,12 @@
 /**
  * `npm run demo`: a tiny Fastify site on the memory store with room for only 2 visitors at once,
- * so the busy page is easy to see. Ctrl-C stops it.
+ * so the busy page is easy to see. Ctrl-C stops it. Only in a clone of the repository (the package
+ * ships examples/fastify.ts and examples/waiting-room.ts instead).
  */
 import Fastify from 'fastify'
 import formbody from '@fastify/formbody'
-import { airlockShield } from '../src/fastify.js'
-import { memoryStore } from '../src/index.js'
+import { airlockShield } from 'airlock-shield/fastify'
+import { memoryStore } from 'airlock-shield'
 
 const LIMIT = 2
 const app = Fastify()

@@ -1,13 +1,15 @@
 /**
- * Express (4 or 5) behind the Hug Shield gate.  Run: npx tsx examples/express.ts
+ * Express (4 or 5) behind the Hug Shield gate.
+ *   In your app (npm install airlock-shield express ioredis tsx):
+ *     npx tsx node_modules/airlock-shield/examples/express.ts
+ *   In a clone of the repository: npx tsx examples/express.ts
  * With REDIS_URL set (and AIRLOCK_SECRET), slots and passes are shared by every instance.
- * In your own app, import from 'airlock-shield' instead of '../src/index.js'.
  */
 import express from 'express'
 import { Redis } from 'ioredis'
-import { airlock } from '../src/express.js'
-import { memoryStore } from '../src/index.js'
-import { redisStore } from '../src/redis.js'
+import { airlock } from 'airlock-shield/express'
+import { memoryStore } from 'airlock-shield'
+import { redisStore } from 'airlock-shield/redis'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const store = redis ? redisStore({ client: redis }) : memoryStore()

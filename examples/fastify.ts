@@ -1,13 +1,15 @@
 /**
- * Fastify 5 behind the Hug Shield gate.  Run: npx tsx examples/fastify.ts
+ * Fastify 5 behind the Hug Shield gate.
+ *   In your app (npm install airlock-shield fastify ioredis tsx):
+ *     npx tsx node_modules/airlock-shield/examples/fastify.ts
+ *   In a clone of the repository: npx tsx examples/fastify.ts
  * With REDIS_URL set (and AIRLOCK_SECRET), slots and passes are shared by every instance.
- * In your own app, import from 'airlock-shield' instead of '../src/index.js'.
  */
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
-import { airlockShield } from '../src/fastify.js'
-import { memoryStore } from '../src/index.js'
-import { redisStore } from '../src/redis.js'
+import { airlockShield } from 'airlock-shield/fastify'
+import { memoryStore } from 'airlock-shield'
+import { redisStore } from 'airlock-shield/redis'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const app = Fastify({ logger: true })

@@ -1,10 +1,12 @@
 /**
  * The semaphore as a library, on the in-memory default store (no Redis needed):
  * a "cron job" that must not overlap itself, and a fragile backend that must never see more than
- * 2 calls at once. Run: npx tsx examples/semaphore.ts
+ * 2 calls at once.
+ *   In your app (npm install airlock-shield tsx): npx tsx node_modules/airlock-shield/examples/semaphore.ts
+ *   In a clone of the repository: npx tsx examples/semaphore.ts
  * With Redis, pass `store: redisStore({ client: new Redis(url) })` and it works across processes.
  */
-import { createSemaphore, isAirlockError } from '../src/index.js'
+import { createSemaphore, isAirlockError } from 'airlock-shield'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

@@ -1,10 +1,11 @@
 /**
  * throttle(): a fragile legacy API must never see more than 3 calls at once. 12 callers fire at
  * the same moment; they wait their turn in arrival order and every slot is released, even when a
- * call fails. Run: npx tsx examples/throttle.ts (memory store; pass a redisStore to share the limit
- * across processes).
+ * call fails. Memory store; pass a redisStore to share the limit across processes.
+ *   In your app (npm install airlock-shield tsx): npx tsx node_modules/airlock-shield/examples/throttle.ts
+ *   In a clone of the repository: npx tsx examples/throttle.ts
  */
-import { createSemaphore, isAirlockError, throttle } from '../src/index.js'
+import { createSemaphore, isAirlockError, throttle } from 'airlock-shield'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 let inside = 0

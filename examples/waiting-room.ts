@@ -1,17 +1,18 @@
 /**
- * A product drop behind the fair waiting room.  Run: npx tsx examples/waiting-room.ts
+ * A product drop behind the fair waiting room.
+ *   In your app (npm install airlock-shield fastify @fastify/formbody ioredis tsx):
+ *     npx tsx node_modules/airlock-shield/examples/waiting-room.ts
+ *   In a clone of the repository: npx tsx examples/waiting-room.ts
  * Then open http://127.0.0.1:3000/ in two browsers (or a normal and a private window): the first gets
  * in, the second waits at position 1 and is let in by itself when the first clicks "Leave".
  * With REDIS_URL set (and AIRLOCK_SECRET), every instance shares one line.
- * In your own app, import from 'airlock-shield' instead of '../src/index.js' (and install
- * @fastify/formbody for the form, see below).
  */
 import Fastify from 'fastify'
 import formbody from '@fastify/formbody'
 import { Redis } from 'ioredis'
-import { airlockShield } from '../src/fastify.js'
-import { memoryStore } from '../src/index.js'
-import { redisStore } from '../src/redis.js'
+import { airlockShield } from 'airlock-shield/fastify'
+import { memoryStore } from 'airlock-shield'
+import { redisStore } from 'airlock-shield/redis'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
 const app = Fastify({ logger: { level: 'warn' } })

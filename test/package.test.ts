@@ -8,9 +8,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join, posix, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from './helpers/redis.js'
+import { cleanUpExamples, exited, startIn } from './helpers/examples.js'
+import { freePort, redisAvailable, requireRedis, startRedis, type PrivateRedis } from './helpers/redis.js'
 
 requireRedis()
+cleanUpExamples()
 const root = resolve(import.meta.dirname, '..')
 
 describe('packed package', () => {
@@ -44,6 +46,14 @@ describe('packed package', () => {
   it('ships dist, README, LICENSE and CHANGELOG, and no sources or tests', () => {
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/cli.js', 'README.md', 'LICENSE', 'package.json']))
     expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false)
+  })
+
+  it('ships no source maps, and no built file points to one', () => {
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([])
+    const built = files.filter((f) => /^dist\/.*\.c?js$/.test(f))
+    expect(built.length).toBeGreaterThan(10)
+    const pointing = built.filter((f) => readFileSync(join(dir, 'node_modules', 'airlock-shield', f), 'utf8').includes('//# sourceMappingURL='))
+    expect(pointing).toEqual([])
   })
 
   it('ships every docs/*.md, and every file the README and those docs link to (pictures too)', () => {
@@ -269,6 +279,113 @@ void main()
       const run = spawnSync(process.execPath, ['out/main.js'], { cwd: d, encoding: 'utf8', timeout: 30_000 })
       expect(run.stderr).toBe('')
       expect(JSON.parse(run.stdout)).toEqual(c.expected)
+    })
+  })
+
+  describe('the shipped examples, run in place in an app that installed the package', () => {
+    // The peers and tools the examples' headers tell a user to install, at the repository's versions.
+    const devDependencies = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devDependencies as Record<string, string>
+    const installs = ['tsx', 'fastify', '@fastify/formbody', 'express', 'ioredis', '@types/node', '@types/express'].map((name) => `${name}@${devDependencies[name]}`)
+    const SECRET = 'examples-secret-of-at-least-32-bytes!!'
+    let app: string
+    beforeAll(async () => {
+      // Outside the repo: `airlock-shield` can only be the installed package (its dist/), never src/.
+      app = mkdtempSync(join(tmpdir(), 'airlock-examples-'))
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'examples-check', private: true, type: 'module' }))
+      await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...installs], { cwd: app })
+      // Servers for the two client examples, written as a user would, against the installed package.
+      writeFileSync(
+        join(app, 'pow-gate.mjs'),
+        `import Fastify from 'fastify'
+import { airlockShield } from 'airlock-shield/fastify'
+const app = Fastify()
+await app.register(airlockShield, { limit: 5, secret: '${SECRET}', queue: { challenge: true } })
+app.get('/', async () => 'in')
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
+console.log('gate ready')
+`,
+      )
+      writeFileSync(
+        join(app, 'lock-server.mjs'),
+        `import { createLockServer } from 'airlock-shield/lock-server'
+const app = createLockServer({ apiKeys: { write: process.env.AIRLOCK_KEY } })
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
+console.log('lock server ready')
+`,
+      )
+    }, 240_000)
+    afterAll(() => {
+      rmSync(app, { recursive: true, force: true })
+    })
+    const shipped = () => files.filter((f) => f.startsWith('examples/'))
+    const installed = (file: string) => join('node_modules', 'airlock-shield', file)
+    const run = (command: string, args: string[], env: Record<string, string> = {}) =>
+      promisify(execFile)(command, args, { cwd: app, env: { ...process.env, REDIS_URL: '', ...env }, timeout: 60_000 })
+
+    /** A server example: started as its header says, answers its first visitor with a pass, stops on SIGTERM with 0. */
+    const server = (ready: RegExp) => async (file: string) => {
+      const port = await freePort()
+      const { child } = await startIn(app, process.execPath, ['--import', 'tsx', installed(file)], { PORT: String(port) }, ready)
+      const r = await fetch(`http://127.0.0.1:${port}/`)
+      expect(r.status).toBe(200)
+      expect(r.headers.getSetCookie().some((c) => c.startsWith('airlock_pass='))).toBe(true)
+      child.kill('SIGTERM')
+      expect(await exited(child)).toBe(0)
+    }
+    /** A program example: runs to the end with exit 0 and prints what its header promises. */
+    const program = (expected: RegExp[]) => async (file: string) => {
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', installed(file)])
+      expect(stderr).toBe('')
+      for (const line of expected) expect(stdout).toMatch(line)
+    }
+    const runs: Record<string, (file: string) => Promise<void>> = {
+      'examples/fastify.ts': server(/Server listening at/),
+      'examples/express.ts': server(/listening on/),
+      'examples/waiting-room.ts': server(/waiting room demo on/),
+      'examples/semaphore.ts': program([/skipped, previous run still going/, /legacy backend: 10 calls served, at most [1-3] at once/]),
+      'examples/throttle.ts': program([/12 calls in \d+ ms, never more than 3 inside; slots held now: 0/, /impatient call: ERR_AIRLOCK_TIMEOUT/]),
+      'examples/custom-store.ts': program([/acme got a slot: true, globex got a slot: true/]),
+      'examples/pow-client.mjs': async (file) => {
+        const port = await freePort()
+        await startIn(app, process.execPath, ['pow-gate.mjs'], { PORT: String(port) }, /gate ready/)
+        const { stdout } = await run(process.execPath, [installed(file), `http://127.0.0.1:${port}/`])
+        expect(stdout.trim()).toBe('200 null') // solved the default difficulty, admitted: the route's plain-text answer
+      },
+      'examples/lock-client.sh': async (file) => {
+        const port = await freePort()
+        const env = { AIRLOCK_URL: `http://127.0.0.1:${port}`, AIRLOCK_KEY: 'examples-write-key-0123456789' }
+        await startIn(app, process.execPath, ['lock-server.mjs'], { ...env, PORT: String(port) }, /lock server ready/)
+        for (const count of [1, 2]) {
+          const { stdout, stderr } = await run('bash', [installed(file), 'shop:42', 'inventory'], env)
+          expect(stderr).toBe('')
+          expect(stdout).toContain(`shop:42/inventory: count is now ${count}\n`)
+        }
+      },
+    }
+
+    it('ships the examples a user can run (not the repository\'s demo), each importing the package by name', () => {
+      expect(shipped().sort()).toEqual(Object.keys(runs).sort())
+      const exported = new Set(Object.keys(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).exports))
+      for (const file of shipped()) {
+        const text = readFileSync(join(app, installed(file)), 'utf8')
+        expect(text, file).not.toMatch(/from '\.\.?\/|\bsrc\//)
+        for (const [, spec] of text.matchAll(/from '(airlock-shield[^']*)'/g)) expect(exported, `${file}: ${spec}`).toContain(spec === 'airlock-shield' ? '.' : `./${spec!.slice('airlock-shield/'.length)}`)
+      }
+    })
+
+    it.each(Object.keys(runs))('%s runs against the installed package', async (file) => {
+      await runs[file]!(file)
+    }, 60_000)
+
+    it('the shipped TypeScript examples compile against the installed types (strict)', () => {
+      const examples = shipped().filter((f) => f.endsWith('.ts')).map(installed)
+      writeFileSync(
+        join(app, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'] }, files: examples }),
+      )
+      const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8' })
+      expect(tsc.stdout + tsc.stderr).toBe('')
+      expect(tsc.status).toBe(0)
     })
   })
 

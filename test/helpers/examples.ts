@@ -1,11 +1,14 @@
 /**
- * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` (here
- * `node --import tsx`, the same loader without npx's lookup), or `npm run demo`. Memory store, no
- * Redis. Every process started here is killed after each test (its whole process group for npm).
+ * Runs the files of examples/ as a user runs them: `npx tsx examples/<name>.ts` in a clone (here
+ * `node --import tsx`, the same loader without npx's lookup), `npm run demo`, or (`startIn`) in an
+ * app that installed the packed package. Memory store, no Redis. Every process started here is
+ * killed after each test (its whole process group for npm).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach } from 'vitest'
+import { sleep } from './wait.js'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -38,6 +41,22 @@ export function startExample(file: string, env: Record<string, string>, ready: R
 }
 
 /**
+ * Starts `command args` in `cwd` (an app that installed the package, say), with the same
+ * environment as the examples (no REDIS_URL unless `env` gives one); resolves once `ready`.
+ */
+export function startIn(cwd: string, command: string, args: string[], env: Record<string, string>, ready: Ready): Promise<Running> {
+  return started(spawn(command, args, { ...options(env, false), cwd }), [command, ...args].join(' '), ready)
+}
+
+/** Resolves with the exit code once `child` has exited (at once if it already has). */
+export function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode)
+    else child.once('exit', (code) => resolve(code))
+  })
+}
+
+/**
  * Starts `npm run <script>` in its own process group (so a test can check that no process of it is
  * left: `process.kill(-child.pid, 0)` throws once the group is empty); resolves once ready.
  */
@@ -50,24 +69,48 @@ function options(env: Record<string, string>, detached: boolean) {
   return { cwd: root, env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], detached }
 }
 
-function started(child: ChildProcess, label: string, ready: RegExp, group = false): Promise<Running> {
+/** Ready once the output matches, or (for a server that prints nothing) once the probe answers true. */
+export type Ready = RegExp | (() => Promise<boolean>)
+
+function started(child: ChildProcess, label: string, ready: Ready, group = false): Promise<Running> {
   running.push({ child, group })
   let out = ''
+  let done = false
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${label} did not get ready: ${out}`)), 30_000)
+    const settle = (error?: Error): void => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      if (error) reject(error)
+      else resolve({ child, output: () => out })
+    }
+    const timer = setTimeout(() => settle(new Error(`${label} did not get ready: ${out}`)), 30_000)
     const onData = (d: Buffer): void => {
       out += d.toString()
-      if (ready.test(out)) {
-        clearTimeout(timer)
-        resolve({ child, output: () => out })
-      }
+      if (ready instanceof RegExp && ready.test(out)) settle()
     }
     child.stdout!.on('data', onData)
     child.stderr!.on('data', onData)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      if (!ready.test(out)) reject(new Error(`${label} exited with ${code}: ${out}`))
+    child.once('exit', (code) => settle(new Error(`${label} exited with ${code}: ${out}`)))
+    if (typeof ready === 'function') {
+      void (async () => {
+        while (!done) {
+          if (await ready().catch(() => false)) settle()
+          else await sleep(50)
+        }
+      })()
+    }
+  })
+}
+
+/** True while something accepts connections on 127.0.0.1:`port`. */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.destroy()
+      resolve(true)
     })
+    s.on('error', () => resolve(false))
   })
 }
 
