@@ -115,7 +115,7 @@ console.log(JSON.stringify({ first: lease !== null, second: second === null, red
         "const { createLockServer } = require('airlock-shield/lock-server')\nconst { Redis } = require('ioredis')\n;(async () => {",
     ],
   ])('%s works', (_label, file, load) => {
-    const body = file.endsWith('.cjs') ? script(load) + '})()' : script(load)
+    const body = file.endsWith('.cjs') ? `${script(load)}})()` : script(load)
     writeFileSync(join(dir, file), body)
     const run = spawnSync(process.execPath, [file], {
       cwd: dir,
