@@ -6,8 +6,8 @@ import { IncomingMessage, type ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
 import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
-import { COMMAND_HEADER, controlFor, cookieList, runCommand } from './gate/control.js'
-import type { AirlockControl, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
+import { COMMAND_HEADER, handleFor, cookieList, runCommand } from './gate/handle.js'
+import type { AirlockHandle, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
 import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
 /** The parts of an Express 4/5 request the middleware reads (express's `Request` fits). */
@@ -38,7 +38,7 @@ declare global {
   namespace Express {
     interface Locals {
       /** Set by the airlock middleware: the decision, and `release()` to end a pass or a request slot early. */
-      airlock?: AirlockControl
+      airlock?: AirlockHandle
     }
   }
 }
@@ -50,12 +50,12 @@ function isSecure(req: ExpressLikeRequest): boolean {
 
 const FOLD_CASE: RoutingRules = { foldCase: true }
 
-function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, req: Req, res: ExpressLikeResponse): AirlockControl {
+function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, req: Req, res: ExpressLikeResponse): AirlockHandle {
   const jar = {
     get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
     set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
   }
-  return controlFor(gate, d, jar, isSecure(req))
+  return handleFor(gate, d, jar, isSecure(req))
 }
 
 function appendCookie(res: ServerResponse, cookie: string): void {

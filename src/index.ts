@@ -67,6 +67,7 @@ export {
 } from './core/control.js'
 export type {
   AdmitDecision,
+  AirlockHandle,
   AirlockControl,
   BusyDecision,
   BypassDecision,

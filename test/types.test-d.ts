@@ -3,7 +3,7 @@ import Fastify, { type FastifyRequest } from 'fastify'
 import express from 'express'
 import { airlock } from '../src/express.js'
 import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
-import { createGate, type AirlockControl, type Gate, type GateDecision, type GateOptions } from '../src/index.js'
+import { createGate, type AirlockControl, type AirlockHandle, type Gate, type GateDecision, type GateOptions } from '../src/index.js'
 
 describe('Fastify types', () => {
   test('reply.airlock, app.airlockGate and route config', () => {
@@ -15,7 +15,9 @@ describe('Fastify types', () => {
     // @ts-expect-error order is 'fifo' or 'random'
     void app.register(airlockShield, { queue: { order: 'lifo' } })
     app.get('/', async (_req, reply) => {
-      expectTypeOf(reply.airlock).toEqualTypeOf<AirlockControl>()
+      expectTypeOf(reply.airlock).toEqualTypeOf<AirlockHandle>()
+      // The old name, kept one release as a deprecated alias.
+      expectTypeOf<AirlockControl>().toEqualTypeOf<AirlockHandle>()
       expectTypeOf(reply.airlock.release).returns.resolves.toEqualTypeOf<boolean>()
       expectTypeOf(reply.airlock.decision).toEqualTypeOf<GateDecision | undefined>()
       const d = reply.airlock.decision
@@ -41,7 +43,7 @@ describe('Express types', () => {
     expectTypeOf(mw.gate.limit).toEqualTypeOf<number>()
     expectTypeOf(mw.close).returns.resolves.toBeVoid()
     app.get('/', (_req, res) => {
-      expectTypeOf(res.locals.airlock).toEqualTypeOf<AirlockControl | undefined>()
+      expectTypeOf(res.locals.airlock).toEqualTypeOf<AirlockHandle | undefined>()
       res.send('ok')
     })
     // @ts-expect-error not a gate option

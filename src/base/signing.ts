@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { optionError } from './errors.js'
-import { describe, optionsObject, positiveInteger } from './validate.js'
+import { received, optionsObject, positiveInteger } from './validate.js'
 
 /**
  * Signed, tamper-evident strings for cookies (gate passes, waiting-room tickets).
@@ -49,7 +49,7 @@ export function secretList(option: string, value: unknown): string[] {
   for (const [i, s] of list.entries()) {
     const where = Array.isArray(value) ? `${option}[${i}]` : option
     if (typeof s !== 'string') {
-      optionError(`${where} must be a string of at least ${MIN_SECRET_BYTES} bytes, got ${describe(s)}`)
+      optionError(`${where} must be a string of at least ${MIN_SECRET_BYTES} bytes, got ${received(s)}`)
     }
     const bytes = Buffer.byteLength(s, 'utf8')
     if (bytes < MIN_SECRET_BYTES) {
@@ -74,7 +74,7 @@ export function createSigner(options: SignerOptions): Signer {
   const context: unknown = options.context
   const maxLength = positiveInteger('maxLength', options.maxLength ?? 512)
   if (typeof context !== 'string' || !FIELD.test(context)) {
-    optionError(`context must be a string of [A-Za-z0-9._:-], got ${describe(context)}`)
+    optionError(`context must be a string of [A-Za-z0-9._:-], got ${received(context)}`)
   }
 
   const mac = (key: Buffer, payload: string): Buffer =>
@@ -84,7 +84,7 @@ export function createSigner(options: SignerOptions): Signer {
     sign(fields) {
       for (const f of fields) {
         if (typeof f !== 'string' || !FIELD.test(f)) {
-          optionError(`a signed field must use only [A-Za-z0-9._:-], got ${describe(f)}`)
+          optionError(`a signed field must use only [A-Za-z0-9._:-], got ${received(f)}`)
         }
       }
       const payload = fields.join(SEPARATOR)

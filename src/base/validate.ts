@@ -1,7 +1,7 @@
 import { optionError } from './errors.js'
 
-/** Renders a received value for an error message (`got 0`, `got "abc"`). */
-export function describe(value: unknown): string {
+/** A received value, as an error message shows it (`got 0`, `got "abc"`, `got a function`). */
+export function received(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value)
   if (typeof value === 'function') return 'a function'
@@ -12,7 +12,7 @@ export function describe(value: unknown): string {
 /** `name` must be a positive integer (1, 2, …). */
 export function positiveInteger(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    optionError(`${option} must be a positive integer, got ${describe(value)}`)
+    optionError(`${option} must be a positive integer, got ${received(value)}`)
   }
   return value
 }
@@ -20,7 +20,7 @@ export function positiveInteger(option: string, value: unknown): number {
 /** `name` must be a non-negative integer (0, 1, …). */
 export function nonNegativeInteger(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    optionError(`${option} must be a non-negative integer, got ${describe(value)}`)
+    optionError(`${option} must be a non-negative integer, got ${received(value)}`)
   }
   return value
 }
@@ -81,7 +81,7 @@ export function durationValue(value: unknown): unknown {
 export function duration(option: string, given: unknown, bound: DurationBound = TIMER_BOUND): number {
   const value = durationValue(given)
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    optionError(`${option} must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got ${describe(given)}`)
+    optionError(`${option} must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got ${received(given)}`)
   }
   atMost(option, value, bound)
   return value
@@ -119,7 +119,7 @@ export function seconds(option: string, value: unknown): number {
 export function waitDuration(option: string, value: unknown): number {
   if (value === Infinity) return Infinity
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    optionError(`${option} must be a non-negative number of milliseconds or Infinity, got ${describe(value)}`)
+    optionError(`${option} must be a non-negative number of milliseconds or Infinity, got ${received(value)}`)
   }
   atMost(option, value, TIMER_BOUND, 'ms', ' or Infinity to wait forever')
   return value
@@ -127,14 +127,14 @@ export function waitDuration(option: string, value: unknown): number {
 
 /** `true` or `false`. */
 export function boolean(option: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') optionError(`${option} must be true or false, got ${describe(value)}`)
+  if (typeof value !== 'boolean') optionError(`${option} must be true or false, got ${received(value)}`)
   return value
 }
 
 /** An `AbortSignal` (from `new AbortController().signal` or `AbortSignal.timeout(ms)`), or undefined. */
 export function abortSignal(option: string, value: unknown): AbortSignal | undefined {
   if (value !== undefined && !(value instanceof AbortSignal)) {
-    optionError(`${option} must be an AbortSignal (new AbortController().signal), got ${describe(value)}`)
+    optionError(`${option} must be an AbortSignal (new AbortController().signal), got ${received(value)}`)
   }
   return value
 }
@@ -143,7 +143,7 @@ export function abortSignal(option: string, value: unknown): AbortSignal | undef
 export function safeName(option: string, value: unknown): string {
   if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(value)) {
     optionError(
-      `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-', got ${describe(value)}`,
+      `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-', got ${received(value)}`,
     )
   }
   return value
@@ -158,7 +158,7 @@ export function semaphoreName(option: string, value: unknown): string {
   if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}(\/[A-Za-z0-9._:-]{1,64})?$/.test(value)) {
     optionError(
       `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-' ` +
-        `(or group/member, two such names), got ${describe(value)}`,
+        `(or group/member, two such names), got ${received(value)}`,
     )
   }
   return value
@@ -167,7 +167,7 @@ export function semaphoreName(option: string, value: unknown): string {
 /** One of the allowed string values. */
 export function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    optionError(`${option} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}`)
+    optionError(`${option} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${received(value)}`)
   }
   return value as T
 }
@@ -175,7 +175,7 @@ export function oneOf<T extends string>(option: string, value: unknown, allowed:
 /** `options` must be an object with only `allowed` keys (e.g. a method's options). */
 export function optionsObject(what: string, options: unknown, allowed: readonly string[]): void {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    optionError(`${what} options must be an object, got ${describe(options)}`)
+    optionError(`${what} options must be an object, got ${received(options)}`)
   }
   knownKeys(what, options, allowed)
 }

@@ -3,11 +3,11 @@
  * within a second. The operator's levers: a live `limit`, a `mode` (normal, queue-all, closed,
  * passthrough), an `admissionRate` (new visitors per minute across the fleet), and a scheduled
  * opening (`opensAt`, `closesAt`). Framework-free: the gate applies a {@link ControlState}
- * (src/gate/steering.ts); the CLI and the dashboard change it through {@link airlockControl}.
+ * (src/gate/live-control.ts); the CLI and the dashboard change it through {@link airlockControl}.
  */
 import { controlChannel, type ControlEvent } from '../base/events.js'
 import { optionError } from '../base/errors.js'
-import { describe, optionsObject, semaphoreName } from '../base/validate.js'
+import { received, optionsObject, semaphoreName } from '../base/validate.js'
 import { resolveStore } from '../stores/resolve.js'
 import type { ControlRecord, Store } from '../stores/types.js'
 
@@ -78,7 +78,7 @@ export function encodePatch(patch: ControlPatch, by: string, now: number): Recor
   }
   if (patch.mode !== undefined) {
     if (patch.mode !== null && !CONTROL_MODES.includes(patch.mode)) {
-      optionError(`mode must be one of ${CONTROL_MODES.join(', ')} (or null to clear), got ${describe(patch.mode)}`)
+      optionError(`mode must be one of ${CONTROL_MODES.join(', ')} (or null to clear), got ${received(patch.mode)}`)
     }
     fields.mode = patch.mode === null || patch.mode === 'normal' ? null : patch.mode
   }
@@ -96,7 +96,7 @@ export function encodePatch(patch: ControlPatch, by: string, now: number): Recor
 }
 
 /**
- * The record's fields that describe `state` (every field it sets; the ones it leaves to the gate's
+ * The record's fields that received `state` (every field it sets; the ones it leaves to the gate's
  * options absent): what a gate writes back when the record vanished with the store's data.
  */
 export function stateFields(state: ControlState): Record<string, string> {
@@ -113,7 +113,7 @@ export function stateFields(state: ControlState): Record<string, string> {
 
 function count(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_COUNT) {
-    optionError(`${field} must be a whole number from 1 to ${MAX_COUNT} (or null to clear), got ${describe(value)}`)
+    optionError(`${field} must be a whole number from 1 to ${MAX_COUNT} (or null to clear), got ${received(value)}`)
   }
   return value
 }
@@ -128,11 +128,11 @@ function time(field: string, value: unknown): number | null {
   const text = typeof value === 'string' && ISO_TIME.test(value.trim()) ? value.trim() : undefined
   const ms = value instanceof Date ? value.getTime() : text !== undefined ? Date.parse(text) : typeof value === 'number' ? value : NaN
   if (!Number.isFinite(ms) || ms > 8.64e15) {
-    optionError(`${field} must be a Date, an ISO 8601 time (2026-12-01T09:00:00Z) or ms since the epoch (or null to clear), got ${describe(value)}`)
+    optionError(`${field} must be a Date, an ISO 8601 time (2026-12-01T09:00:00Z) or ms since the epoch (or null to clear), got ${received(value)}`)
   }
   if (ms < Y2K) {
     const seconds = typeof value === 'number' && value > 1e8 ? `; ${value} looks like seconds since the epoch: that is ${new Date(value * 1000).toISOString()} in milliseconds (${value * 1000})` : ''
-    optionError(`${field} is before 2000 (${describe(value)} is ${new Date(ms).toISOString()}): times are ms since the epoch, a Date or an ISO 8601 time${seconds}`)
+    optionError(`${field} is before 2000 (${received(value)} is ${new Date(ms).toISOString()}): times are ms since the epoch, a Date or an ISO 8601 time${seconds}`)
   }
   return Math.round(ms)
 }
@@ -216,7 +216,7 @@ export function airlockControl(options: LiveControlOptions = {}): LiveControl {
     optionError(`the ${store.kind} store has no live control (Store.control): use the memory or Redis store, or add control() to yours`)
   }
   const by = options.by ?? 'api'
-  if (typeof by !== 'string' || by.length === 0) optionError(`by must be a non-empty string, got ${describe(by)}`)
+  if (typeof by !== 'string' || by.length === 0) optionError(`by must be a non-empty string, got ${received(by)}`)
   const logger = options.logger
   const quiet = (): void => {}
   const read = (record: ControlRecord): ControlState => decodeControl(record, quiet)

@@ -6,7 +6,7 @@ import { AirlockError, optionError } from '../base/errors.js'
 import {
   abortSignal,
   boolean,
-  describe,
+  received,
   duration,
   knownKeys,
   notTinyMs,
@@ -91,7 +91,7 @@ export class Semaphore {
 
   constructor(options: SemaphoreOptions) {
     if (options === null || typeof options !== 'object') {
-      optionError(`createSemaphore() needs an options object with name, limit and ttl, got ${describe(options)}`)
+      optionError(`createSemaphore() needs an options object with name, limit and ttl, got ${received(options)}`)
     }
     knownKeys('createSemaphore()', options, ['name', 'limit', 'ttl', 'store', 'retryInterval', 'admissionRate'])
     this.name = semaphoreName('name', options.name)
@@ -200,7 +200,7 @@ export class Semaphore {
   /** The lease identified by `token`, e.g. from another process. */
   lease(token: string): LeaseHandle {
     if (typeof token !== 'string' || token.length === 0 || token.length > 200) {
-      optionError(`token must be a non-empty string of at most 200 characters, got ${describe(token)}`)
+      optionError(`token must be a non-empty string of at most 200 characters, got ${received(token)}`)
     }
     return new LeaseImpl(this, token)
   }
@@ -211,7 +211,7 @@ export class Semaphore {
    * fails, `context.signal` aborts with `ERR_AIRLOCK_LEASE_LOST` so the job can stop.
    */
   async run<T>(fn: (context: RunContext) => T | Promise<T>, options: RunOptions = {}): Promise<T> {
-    if (typeof fn !== 'function') optionError(`run() needs a function, got ${describe(fn)}`)
+    if (typeof fn !== 'function') optionError(`run() needs a function, got ${received(fn)}`)
     optionsObject('run()', options, ['timeout', 'signal', 'weight', 'autoRefresh'])
     const timeout = waitDuration('timeout', options.timeout ?? 0)
     abortSignal('signal', options.signal)

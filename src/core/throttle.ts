@@ -1,6 +1,6 @@
 import { optionError } from '../base/errors.js'
 import type { Semaphore } from './semaphore.js'
-import { abortSignal, describe, knownKeys, positiveInteger, waitDuration } from '../base/validate.js'
+import { abortSignal, received, knownKeys, positiveInteger, waitDuration } from '../base/validate.js'
 
 /** Options of {@link throttle}. Durations in milliseconds, at most 2^31 − 1 (a timer's limit), or `Infinity`. */
 export interface ThrottleOptions {
@@ -50,15 +50,15 @@ export function throttle<This, Args extends unknown[], R>(
   fn: (this: This, ...args: Args) => R,
   options: ThrottleOptions,
 ): Throttled<This, Args, R> {
-  if (typeof fn !== 'function') optionError(`throttle() needs a function to wrap, got ${describe(fn)}`)
+  if (typeof fn !== 'function') optionError(`throttle() needs a function to wrap, got ${received(fn)}`)
   if (options === null || typeof options !== 'object') {
-    optionError(`throttle() needs an options object with a semaphore, got ${describe(options)}`)
+    optionError(`throttle() needs an options object with a semaphore, got ${received(options)}`)
   }
   knownKeys('throttle()', options, THROTTLE_KEYS)
   const semaphore = options.semaphore as unknown as Record<string, unknown> | undefined
   if (!semaphore || typeof semaphore.run !== 'function' || typeof semaphore.limit !== 'number') {
     optionError(
-      `semaphore must be a semaphore from createSemaphore({ name, limit, ttl, store }), got ${describe(semaphore)}`,
+      `semaphore must be a semaphore from createSemaphore({ name, limit, ttl, store }), got ${received(semaphore)}`,
     )
   }
   const sem = options.semaphore

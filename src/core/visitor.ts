@@ -3,7 +3,7 @@
  * (estimateWait, from the admissions the store measured), and its admitted slot (AdmittedLease).
  */
 import { optionError } from '../base/errors.js'
-import { describe, type Duration } from '../base/validate.js'
+import { received, type Duration } from '../base/validate.js'
 import type { LeaseState } from '../stores/types.js'
 import { newToken, type Lease, type LeaseHandle } from './lease.js'
 
@@ -25,7 +25,7 @@ export function assertVisitorId(visitorId: unknown): string {
   ) {
     optionError(
       `visitorId must be 1 to ${MAX_VISITOR_ID_LENGTH} characters of letters, digits, '.', '_', ':', '~' or '-', ` +
-        `got ${visitorId === undefined || typeof visitorId === 'string' ? describeId(visitorId) : describe(visitorId)}`,
+        `got ${visitorId === undefined || typeof visitorId === 'string' ? describeId(visitorId) : received(visitorId)}`,
     )
   }
   return visitorId
@@ -33,7 +33,7 @@ export function assertVisitorId(visitorId: unknown): string {
 
 function describeId(value: string | undefined): string {
   if (typeof value === 'string' && value.length > 40) return `a string of ${value.length} characters`
-  return describe(value)
+  return received(value)
 }
 
 /**

@@ -9,7 +9,7 @@ import { createSemaphore, liveLimit, liveRate, type Semaphore } from './semaphor
 import {
   abortSignal,
   boolean,
-  describe,
+  received,
   duration,
   knownKeys,
   notTinyMs,
@@ -167,7 +167,7 @@ export class WaitingRoom {
 
   constructor(options: WaitingRoomOptions) {
     if (options === null || typeof options !== 'object') {
-      optionError(`createWaitingRoom() needs an options object with name, limit and ttl, got ${describe(options)}`)
+      optionError(`createWaitingRoom() needs an options object with name, limit and ttl, got ${received(options)}`)
     }
     knownKeys('createWaitingRoom()', options, ['name', 'limit', 'ttl', 'store', ...QUEUE_KEYS, 'retryInterval', 'admissionRate'])
     this.name = semaphoreName('name', options.name)
@@ -223,7 +223,7 @@ export class WaitingRoom {
     if (options !== undefined) {
       optionsObject('enter()', options, ['fresh', 'hold', 'shuffle', 'client'])
       for (const key of ['fresh', 'hold', 'shuffle'] as const) {
-        if (options[key] !== undefined && typeof options[key] !== 'boolean') optionError(`${key} must be a boolean, got ${describe(options[key])}`)
+        if (options[key] !== undefined && typeof options[key] !== 'boolean') optionError(`${key} must be a boolean, got ${received(options[key])}`)
       }
       if (options.hold || options.shuffle) line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
     }
@@ -284,7 +284,7 @@ export class WaitingRoom {
     options: WithAdmittedOptions = {},
   ): Promise<T> {
     const token = assertVisitorId(visitorId)
-    if (typeof fn !== 'function') optionError(`withAdmitted() needs a function, got ${describe(fn)}`)
+    if (typeof fn !== 'function') optionError(`withAdmitted() needs a function, got ${received(fn)}`)
     optionsObject('withAdmitted()', options, ['timeout', 'signal', 'autoRefresh'])
     const timeout = waitDuration('timeout', options.timeout ?? Infinity)
     const signal = abortSignal('signal', options.signal)

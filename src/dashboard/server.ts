@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { optionError } from '../base/errors.js'
-import { boolean, describe, duration, optionsObject, semaphoreName } from '../base/validate.js'
+import { boolean, received, duration, optionsObject, semaphoreName } from '../base/validate.js'
 import type { Duration } from '../base/validate.js'
 import { airlockControl, type ControlPatch, type LiveControl } from '../core/control.js'
 import { DASHBOARD_CSP, renderDashboardPage } from '../pages/dashboard.js'
@@ -53,7 +53,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     optionError(`token must be a string of at least 16 characters (openssl rand -hex 24), got ${options.token === undefined ? 'none' : 'a shorter one'}`)
   }
   const names = options.names ?? ['default']
-  if (!Array.isArray(names) || names.length === 0) optionError(`names must be a non-empty array of gate names, got ${describe(names)}`)
+  if (!Array.isArray(names) || names.length === 0) optionError(`names must be a non-empty array of gate names, got ${received(names)}`)
   for (const n of names) semaphoreName('names[]', n)
   const store = resolveStore(options.store)
   if (options.controls !== undefined) boolean('controls', options.controls)

@@ -14,10 +14,10 @@ import type {
 import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
-import { COMMAND_HEADER, controlFor, cookieList, NO_CONTROL, runCommand } from '../gate/control.js'
-import { GATE_OPTION_KEYS, type AirlockControl, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
+import { COMMAND_HEADER, handleFor, cookieList, NO_HANDLE, runCommand } from '../gate/handle.js'
+import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
-import { describe, knownKeys, unknownKeyMessage } from '../base/validate.js'
+import { received, knownKeys, unknownKeyMessage } from '../base/validate.js'
 
 /** Options of the Fastify plugin: the gate's options, plus `global`. */
 export interface AirlockShieldOptions extends GateOptions<FastifyRequest> {
@@ -46,7 +46,7 @@ declare module 'fastify' {
   }
   interface FastifyReply {
     /** This request's gate decision, and `release()` to end a pass or a request slot early. */
-    readonly airlock: AirlockControl
+    readonly airlock: AirlockHandle
   }
   interface FastifyInstance {
     /** The gate of the first registration (route-level gates are separate). */
@@ -96,7 +96,7 @@ function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
   return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, routing, request }
 }
 
-function controlOf(reply: Hooked, registry: Registry): AirlockControl {
+function handleOf(reply: Hooked, registry: Registry): AirlockHandle {
   for (let i = registry.slots.length - 1; i >= 0; i--) {
     const s = registry.slots[i]!
     const gate = reply[s.gate] as Gate<FastifyRequest> | null
@@ -109,9 +109,9 @@ function controlOf(reply: Hooked, registry: Registry): AirlockControl {
         for (const c of cookies) reply.header('set-cookie', c)
       },
     }
-    return controlFor(gate, decision, jar, reply.request.protocol === 'https')
+    return handleFor(gate, decision, jar, reply.request.protocol === 'https')
   }
-  return NO_CONTROL
+  return NO_HANDLE
 }
 
 function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
@@ -235,7 +235,7 @@ function registryOf(fastify: FastifyInstance): Registry {
   fastify.decorate('airlockGate', { getter: () => registry.gates.values().next().value as Gate<FastifyRequest> })
   fastify.decorateReply('airlock', {
     getter(this: FastifyReply) {
-      return controlOf(this as Hooked, registry)
+      return handleOf(this as Hooked, registry)
     },
   })
   // `Airlock-Command: release` set by a route: the visitor's place is given back, the header never sent.
@@ -245,7 +245,7 @@ function registryOf(fastify: FastifyInstance): Registry {
       reply.removeHeader(COMMAND_HEADER)
       const r = reply as Hooked
       const s = [...registry.slots].reverse().find((x) => r[x.gate] !== null)
-      if (s !== undefined) runCommand(r[s.gate] as Gate<FastifyRequest>, controlOf(r, registry), value)
+      if (s !== undefined) runCommand(r[s.gate] as Gate<FastifyRequest>, handleOf(r, registry), value)
     }
     done(null, payload)
   })
@@ -254,7 +254,7 @@ function registryOf(fastify: FastifyInstance): Registry {
 
 function checkRouteGate(cfg: unknown, where: string): AirlockRouteGateOptions {
   if (cfg === null || typeof cfg !== 'object') {
-    optionError(`${where} must be false, true, a gate's name or gate options such as { name: 'checkout', limit: 5 }, got ${describe(cfg)}`)
+    optionError(`${where} must be false, true, a gate's name or gate options such as { name: 'checkout', limit: 5 }, got ${received(cfg)}`)
   }
   const routeOptions = cfg as AirlockRouteGateOptions
   if (typeof routeOptions.name !== 'string') {
@@ -270,14 +270,14 @@ function checkRouteGate(cfg: unknown, where: string): AirlockRouteGateOptions {
 
 const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options) => {
   if (options === null || typeof options !== 'object') {
-    optionError(`airlockShield options must be an object, got ${describe(options)}`)
+    optionError(`airlockShield options must be an object, got ${received(options)}`)
   }
   // Fastify's own register() options are not ours.
   const { global = true, prefix: _p, logLevel: _l, ...gateOptions } = options as AirlockShieldOptions & {
     prefix?: unknown
     logLevel?: unknown
   }
-  if (typeof global !== 'boolean') optionError(`global must be a boolean, got ${describe(global)}`)
+  if (typeof global !== 'boolean') optionError(`global must be a boolean, got ${received(global)}`)
   knownKeys('airlockShield', gateOptions, PLUGIN_OPTION_KEYS)
   const gate = createGate<FastifyRequest>({ logger: fastify.log, ...gateOptions })
   const registry = registryOf(fastify)

@@ -46,7 +46,7 @@ const MAX_KEEP_MS = 5_000
 /** Session mode: passes held back after a failure, at most (beyond, the list starts afresh). */
 const MAX_HELD_BACK = 10_000
 
-export class Adaptor {
+export class AdaptiveGate {
   readonly #buckets = new Uint32Array(LATENCY_BUCKETS)
   #samples = 0
   #failures = 0
@@ -265,7 +265,7 @@ export class Adaptor {
  * Request mode: measures a request from its admission (`t0`, performance.now()) to its slot's
  * release; answers how much longer a failed request keeps its slot.
  */
-export function measureFrom(adaptor: Adaptor, t0: number): (failed: boolean) => number {
+export function measureFrom(adaptor: AdaptiveGate, t0: number): (failed: boolean) => number {
   return (failed) => {
     const elapsed = performance.now() - t0
     adaptor.measured(elapsed, failed)

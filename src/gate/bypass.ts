@@ -8,7 +8,7 @@
  * path trick can only ever gate a request more, never less (issue 25).
  */
 import { optionError } from '../base/errors.js'
-import { describe } from '../base/validate.js'
+import { received } from '../base/validate.js'
 import type { RoutingRules } from './types.js'
 
 /** The path of a request URL (without query string or fragment). */
@@ -95,7 +95,7 @@ export class PathMatcher {
         this.exact.add(p)
         this.prefixes.push(p === '/' ? '/' : `${p}/`)
       } else {
-        optionError(`bypass[${i}] must be a path starting with '/' or a RegExp, got ${describe(b)}`)
+        optionError(`bypass[${i}] must be a path starting with '/' or a RegExp, got ${received(b)}`)
       }
     }
   }

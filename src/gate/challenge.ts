@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { optionError } from '../base/errors.js'
 import { createSigner, type Signer } from '../base/signing.js'
-import { describe, duration, knownKeys, oneOf } from '../base/validate.js'
+import { received, duration, knownKeys, oneOf } from '../base/validate.js'
 import { newToken } from '../core/lease.js'
 import { SOLUTION_HEADER } from '../pages/challenge.js'
 import type { ChallengeSettings } from './option-types.js'
@@ -53,7 +53,7 @@ const KEYS = ['difficulty', 'maxDifficulty', 'ttl', 'failed', 'noscriptDelay'] a
 
 function bits(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 32) {
-    optionError(`${option} must be an integer from ${min} to 32 (leading zero bits), got ${describe(value)}`)
+    optionError(`${option} must be an integer from ${min} to 32 (leading zero bits), got ${received(value)}`)
   }
   return value
 }
@@ -67,7 +67,7 @@ export function challengeSettings(option: unknown): ChallengeSettings | undefine
   if (option === undefined || option === false) return undefined
   const o: Record<string, unknown> = option === true ? {} : (option as Record<string, unknown>)
   if (option !== true && (option === null || typeof option !== 'object' || Array.isArray(option))) {
-    optionError(`queue.challenge must be true, false or an object { difficulty, ttl, ... }, got ${describe(option)}`)
+    optionError(`queue.challenge must be true, false or an object { difficulty, ttl, ... }, got ${received(option)}`)
   }
   knownKeys('queue.challenge', o, KEYS)
   const difficulty = bits('queue.challenge.difficulty', o.difficulty ?? DEFAULT_DIFFICULTY, 1)
@@ -111,7 +111,7 @@ export class Challenges {
     secrets: readonly string[],
     private readonly settings: ChallengeSettings,
   ) {
-    if (!/^[A-Za-z0-9._:-]{1,64}$/.test(gate)) optionError(`a challenge's gate name must be a safe name, got ${describe(gate)}`)
+    if (!/^[A-Za-z0-9._:-]{1,64}$/.test(gate)) optionError(`a challenge's gate name must be a safe name, got ${received(gate)}`)
     this.signer = createSigner({ secrets, context: CHALLENGE_CONTEXT, maxLength: CHALLENGE_MAX_LENGTH })
   }
 

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import { isIPv4, isIPv6 } from 'node:net'
 import { optionError } from '../base/errors.js'
-import { describe, knownKeys, positiveInteger } from '../base/validate.js'
+import { received, knownKeys, positiveInteger } from '../base/validate.js'
 import type { ClientShare } from '../stores/types.js'
 import type { ClientShareOptions } from './option-types.js'
 
@@ -25,7 +25,7 @@ export function shareSettings(option: unknown): ShareSettings | undefined {
   if (option === false) return undefined
   if (option === undefined || option === true) return { ...SHARE_DEFAULTS, slots: undefined }
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
-    optionError(`clientShare must be false (no share), true or an object such as { places: 20, perMinute: 60 }, got ${describe(option)}`)
+    optionError(`clientShare must be false (no share), true or an object such as { places: 20, perMinute: 60 }, got ${received(option)}`)
   }
   const o = option as ClientShareOptions
   knownKeys('clientShare', o, ['places', 'slots', 'perMinute'])

@@ -10,7 +10,7 @@ import type { LocalShare } from './local-share.js'
 import type { LossWatch } from './failover.js'
 import type { EffectiveLimit } from './limit.js'
 import type { GateSettings } from './options.js'
-import type { Steering } from './steering.js'
+import type { ControlInForce } from './live-control.js'
 import type { BusyDecision, GateDecision, RequestView } from './types.js'
 
 /** The parts of a gate its decision flows use. */
@@ -23,7 +23,7 @@ export interface GateParts<Req> {
   /** The limit in force and the admission rate, as the store calls read them (one closure each per gate). */
   readonly liveLimit: () => number
   readonly admissionRate: () => number | null
-  readonly steer: Steering
+  readonly control: ControlInForce
   /** The store unavailable (`onStoreError: 'local'`), or it lost its last writes (a failover). */
   readonly share: LocalShare
   readonly loss: LossWatch
@@ -36,13 +36,13 @@ export abstract class Flow<Req> {
   protected readonly guard: StoreGuard
   protected readonly answers: GateAnswers<Req>
   protected readonly limit: EffectiveLimit
-  protected readonly steer: Steering
+  protected readonly control: ControlInForce
   protected readonly share: LocalShare
   protected readonly loss: LossWatch
   protected readonly releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
 
   constructor(parts: GateParts<Req>) {
-    ;({ s: this.s, sem: this.sem, guard: this.guard, answers: this.answers, limit: this.limit, steer: this.steer, share: this.share, loss: this.loss } = parts)
+    ;({ s: this.s, sem: this.sem, guard: this.guard, answers: this.answers, limit: this.limit, control: this.control, share: this.share, loss: this.loss } = parts)
   }
 
   /** A request that is gated (not bypassed, not skipped, no passthrough): synchronous when it can be. */

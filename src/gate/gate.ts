@@ -16,8 +16,8 @@ import { gateStatus, GateStats, Reporter } from './stats.js'
 import { breakerChannel, decisionChannel, type DecisionEvent } from '../base/events.js'
 import { childOptions, resolveGateOptions, warnRandomSecret, type GateSettings } from './options.js'
 import { EffectiveLimit, type LimitSource } from './limit.js'
-import { Adaptor, ADAPTIVE_WINDOW_MS } from './adaptive.js'
-import { Steering } from './steering.js'
+import { AdaptiveGate, ADAPTIVE_WINDOW_MS } from './adaptive.js'
+import { ControlInForce } from './live-control.js'
 import type { ControlState } from '../core/control.js'
 import { liveGates } from './registry.js'
 import { BYPASS, CONFIRM_QUERY, holdsPass } from './decisions.js'
@@ -67,8 +67,8 @@ export class Gate<Req = unknown> {
   readonly #passes: Passes
   readonly #ref: WeakRef<Gate<never>>
   readonly #limit: EffectiveLimit
-  readonly #steer: Steering
-  readonly #adaptor: Adaptor | undefined
+  readonly #control: ControlInForce
+  readonly #adaptor: AdaptiveGate | undefined
   /** This gate's mode's decision flow (session.ts or request.ts). */
   readonly #flow: Flow<Req>
   private readonly sem: Semaphore
@@ -84,8 +84,8 @@ export class Gate<Req = unknown> {
     this.name = s.name
     const limit = (this.#limit = new EffectiveLimit(s.limit))
     const liveLimit = (): number => limit.value
-    const steer = (this.#steer = new Steering(s.name, s.store, s.logger, limit, s.control ? 5_000 : 0))
-    const admissionRate = (): number | null => steer.rate
+    const control = (this.#control = new ControlInForce(s.name, s.store, s.logger, limit, s.control ? 5_000 : 0))
+    const admissionRate = (): number | null => control.rate
     ;({ mode: this.mode, passTtl: this.passTtl, provisionalTtl: this.provisionalTtl, recheckInterval: this.recheckInterval, ttl: this.ttl } = s)
     ;({ reuseWindow: this.reuseWindow, retryAfter: this.retryAfter, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
     ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
@@ -121,14 +121,14 @@ export class Gate<Req = unknown> {
     const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce))
     const share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl)
     const loss = new LossWatch(s.store, s.name, s.logger, s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl)
-    const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, steer, share, loss }
+    const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, control, share, loss }
     // The session flow checks the queue's options (its line), so it is built before any timer starts.
     const session = s.mode === 'session' ? new SessionFlow<Req>(parts, this.#passes) : undefined
     this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
     const onAdaptError = (err: unknown): void => this.guard.logFailure(err, 'adaptive limit')
-    this.#adaptor = s.adaptive && new Adaptor(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d))
+    this.#adaptor = s.adaptive && new AdaptiveGate(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d))
     this.#flow = session ?? new RequestFlow<Req>(parts, this.#adaptor)
-    if (s.control) this.ready = steer.start()
+    if (s.control) this.ready = control.start()
     this.#ref = new WeakRef(this as unknown as Gate<never>)
     liveGates.add(this.#ref)
     warnRandomSecret(s)
@@ -146,7 +146,7 @@ export class Gate<Req = unknown> {
 
   /** The live control this instance applies (see `airlockControl`); `version` 0 when never set. */
   get control(): ControlState {
-    return this.#steer.state
+    return this.#control.state
   }
 
   /** Settles once the gate read its live control (at once without `control`); until then it decides on its options. */
@@ -183,7 +183,7 @@ export class Gate<Req = unknown> {
     return this.#adaptor !== undefined
   }
 
-  /** Session mode: true when the adaptive limit learns from the response to `decision` (see `Adaptor.learnsFrom`). */
+  /** Session mode: true when the adaptive limit learns from the response to `decision` (see `AdaptiveGate.learnsFrom`). */
   measures(decision: GateDecision): boolean {
     return this.#adaptor?.learnsFrom(decision) ?? false
   }
@@ -205,7 +205,7 @@ export class Gate<Req = unknown> {
     if (s.confirm && view.url.endsWith(CONFIRM_QUERY)) return this.confirmRequest(view)
     if (s.bypass?.bypasses(view.url, view.routing)) return this.confirm(view)
     if (s.skip !== undefined && this.answers.userCall('skip', s.skip, view.request) === true) return this.confirm(view)
-    if (this.#steer.passthrough) return BYPASS
+    if (this.#control.passthrough) return BYPASS
     return this.#flow.decide(view)
   }
 
@@ -256,7 +256,7 @@ export class Gate<Req = unknown> {
    */
   async status(): Promise<GateStatus> {
     const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats)
-    return { ...status, limitSource: this.#limit.source, control: this.#steer.state, adaptive: this.#adaptor?.state ?? null }
+    return { ...status, limitSource: this.#limit.source, control: this.#control.state, adaptive: this.#adaptor?.state ?? null }
   }
 
   /** This instance's circuit breaker: `'open'` while it answers without calling the store. */
@@ -268,7 +268,7 @@ export class Gate<Req = unknown> {
   async close(): Promise<void> {
     liveGates.delete(this.#ref)
     this.reporter.close()
-    this.#steer.close()
+    this.#control.close()
     this.#adaptor?.close()
     this.guard.close()
     this.#passes.clear()

@@ -4,10 +4,10 @@ import { createWaitingRoom, type Queued, type WaitingRoom } from '../core/waitin
 import { optionError } from '../base/errors.js'
 import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
-import { describe, duration, inMs, knownKeys } from '../base/validate.js'
+import { received, duration, inMs, knownKeys } from '../base/validate.js'
 import { LineAnswers, type LinePlace } from '../pages/answers.js'
 import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
-import type { Opening } from './steering.js'
+import type { Opening } from './live-control.js'
 import { challengeSettings } from './challenge.js'
 import type { GateQueueOptions } from './option-types.js'
 import { Door } from './door.js'
@@ -72,7 +72,7 @@ export class GateLine {
     }
     this.keepAliveInterval = Math.max(this.pollInterval, Math.floor(Math.min(claimWindow / 1.25, idleTimeout / 2.5)))
     if (q.page !== undefined && typeof q.page !== 'function') {
-      optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${describe(q.page)}`)
+      optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${received(q.page)}`)
     }
     this.answers = new LineAnswers(
       { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval },

@@ -9,7 +9,7 @@ import { resolveStore } from '../stores/resolve.js'
 import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
-import { describe, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
+import { received, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
 import { PathMatcher } from './bypass.js'
@@ -79,7 +79,7 @@ let processSecret: string | undefined
 /** Resolves gate options (see {@link GateOptions}). Throws `ERR_AIRLOCK_OPTION` naming the first bad one. */
 export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSettings<Req> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    optionError(`gate options must be an object, got ${describe(options)}`)
+    optionError(`gate options must be an object, got ${received(options)}`)
   }
   knownKeys('airlock gate', options, GATE_OPTION_KEYS)
   const o = options
@@ -92,8 +92,8 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
   const recheckInterval = duration('recheckInterval', o.recheckInterval ?? Math.min(5_000, passTtl))
   if (recheckInterval > passTtl) optionError(`recheckInterval must be at most passTtl (${passTtl}), got ${recheckInterval}`)
   const store = resolveStore(o.store)
-  if (o.confirm !== undefined && typeof o.confirm !== 'boolean') optionError(`confirm must be a boolean, got ${describe(o.confirm)}`)
-  if (o.control !== undefined && typeof o.control !== 'boolean') optionError(`control must be a boolean, got ${describe(o.control)}`)
+  if (o.confirm !== undefined && typeof o.confirm !== 'boolean') optionError(`confirm must be a boolean, got ${received(o.confirm)}`)
+  if (o.control !== undefined && typeof o.control !== 'boolean') optionError(`control must be a boolean, got ${received(o.control)}`)
   const cookie = cookieSettings(o.cookie, name)
   const queue = queueOption(o.queue, mode)
   const adaptive = adaptiveOption(o.limit)
@@ -163,28 +163,28 @@ function secrets(secret: unknown, mode: 'session' | 'request', store: Store): { 
 
 function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSettings {
   const c = option ?? {}
-  if (c === null || typeof c !== 'object' || Array.isArray(c)) optionError(`cookie must be an object, got ${describe(c)}`)
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) optionError(`cookie must be an object, got ${received(c)}`)
   knownKeys('cookie', c, ['name', 'path', 'domain', 'secure', 'sameSite', 'httpOnly'])
   const name = c.name ?? (gate === 'default' ? 'airlock_pass' : `airlock_pass_${gate.replace(/[^A-Za-z0-9_-]/g, '_')}`)
   if (typeof name !== 'string' || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/.test(name)) {
-    optionError(`cookie.name must be a cookie name (letters, digits, '_', '-', ...), got ${describe(c.name)}`)
+    optionError(`cookie.name must be a cookie name (letters, digits, '_', '-', ...), got ${received(c.name)}`)
   }
   const path = c.path ?? '/'
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   if (typeof path !== 'string' || !/^\/[^;\s\x00-\x1f\x7f]*$/.test(path)) {
-    optionError(`cookie.path must start with '/' and contain no ';' or spaces, got ${describe(c.path)}`)
+    optionError(`cookie.path must start with '/' and contain no ';' or spaces, got ${received(c.path)}`)
   }
   if (c.domain !== undefined && (typeof c.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(c.domain))) {
-    optionError(`cookie.domain must be a domain name such as 'example.com', got ${describe(c.domain)}`)
+    optionError(`cookie.domain must be a domain name such as 'example.com', got ${received(c.domain)}`)
   }
   const secure = c.secure ?? 'auto'
-  if (secure !== 'auto' && typeof secure !== 'boolean') optionError(`cookie.secure must be true, false or 'auto', got ${describe(secure)}`)
+  if (secure !== 'auto' && typeof secure !== 'boolean') optionError(`cookie.secure must be true, false or 'auto', got ${received(secure)}`)
   const sameSite = oneOf('cookie.sameSite', c.sameSite ?? 'lax', ['lax', 'strict', 'none'] as const)
   if (sameSite === 'none' && secure !== true) {
     optionError("cookie.sameSite 'none' needs cookie.secure: true (browsers drop SameSite=None cookies without Secure)")
   }
   const httpOnly = c.httpOnly ?? true
-  if (typeof httpOnly !== 'boolean') optionError(`cookie.httpOnly must be a boolean, got ${describe(httpOnly)}`)
+  if (typeof httpOnly !== 'boolean') optionError(`cookie.httpOnly must be a boolean, got ${received(httpOnly)}`)
   const tail = cookieAttributes({ path, domain: c.domain, httpOnly, sameSite })
   return { name, secure, tail, clearTail: `${tail}; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT` }
 }
@@ -192,7 +192,7 @@ function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSett
 function queueOption(queue: GateOptions['queue'], mode: 'session' | 'request'): true | GateQueueOptions | undefined {
   if (queue === undefined || queue === false) return undefined
   if (queue !== true && (queue === null || typeof queue !== 'object' || Array.isArray(queue))) {
-    optionError(`queue must be true or an object such as { order: 'fifo', maxLength: 100_000 }, got ${describe(queue)}`)
+    optionError(`queue must be true or an object such as { order: 'fifo', maxLength: 100_000 }, got ${received(queue)}`)
   }
   if (mode !== 'session') {
     optionError(
@@ -209,13 +209,13 @@ function bypassOption(bypass: GateOptions['bypass']): PathMatcher | undefined {
 }
 
 function functionOption<F>(option: string, value: F | undefined, shape: string): F | undefined {
-  if (value !== undefined && typeof value !== 'function') optionError(`${option} must be a function ${shape}, got ${describe(value)}`)
+  if (value !== undefined && typeof value !== 'function') optionError(`${option} must be a function ${shape}, got ${received(value)}`)
   return value
 }
 
 function busyPageOption(page: unknown): BusyPage | undefined {
   if (page !== undefined && typeof page !== 'string' && typeof page !== 'function') {
-    optionError(`busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${describe(page)}`)
+    optionError(`busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${received(page)}`)
   }
   return page as BusyPage | undefined
 }
@@ -223,7 +223,7 @@ function busyPageOption(page: unknown): BusyPage | undefined {
 function checkLogger(logger: unknown): GateLogger | undefined {
   if (logger === undefined) return undefined
   if (logger === null || typeof logger !== 'object' || typeof (logger as GateLogger).warn !== 'function') {
-    optionError(`logger must be a pino-shaped logger with a warn(obj, msg) method, got ${describe(logger)}`)
+    optionError(`logger must be a pino-shaped logger with a warn(obj, msg) method, got ${received(logger)}`)
   }
   return logger as GateLogger
 }

@@ -4,7 +4,7 @@
  */
 import type { Lease } from '../core/semaphore.js'
 import { releaseLate } from './decisions.js'
-import { measureFrom, type Adaptor } from './adaptive.js'
+import { measureFrom, type AdaptiveGate } from './adaptive.js'
 import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
 import { Flow, type GateParts } from './flow.js'
 import type { AdmitDecision, GateDecision, RequestView } from './types.js'
@@ -15,7 +15,7 @@ export class RequestFlow<Req> extends Flow<Req> {
 
   constructor(
     parts: GateParts<Req>,
-    private readonly adaptor: Adaptor | undefined,
+    private readonly adaptor: AdaptiveGate | undefined,
   ) {
     super(parts)
     const { s, limit } = parts
@@ -34,10 +34,10 @@ export class RequestFlow<Req> extends Flow<Req> {
   /** Request mode: a slot from the pool (synchronous), else one from the store. */
   override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const now = Date.now()
-    if (this.steer.newcomers(now).kind !== 'normal') return this.busy(view, 'closed')
+    if (this.control.newcomers(now).kind !== 'normal') return this.busy(view, 'closed')
     if (this.share.full(now)) return this.busy(view, 'full')
     // With an admission rate every request counts: no slot reuse.
-    const pooled = this.steer.rate === null ? this.pool?.take(now) : undefined
+    const pooled = this.control.rate === null ? this.pool?.take(now) : undefined
     return pooled !== undefined ? this.admitRequest(pooled) : this.acquireRequest(view)
   }
 

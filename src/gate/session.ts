@@ -9,7 +9,7 @@ import { firstCookie, prefersJson } from '../base/http.js'
 import type { GateResponse } from '../pages/answers.js'
 import { queueChannel, type QueueEvent } from '../base/events.js'
 import { GateLine } from './line.js'
-import type { Newcomers } from './steering.js'
+import type { Newcomers } from './live-control.js'
 import { CONFIRM_LINK, releaseLateEntry, releaseLateTry } from './decisions.js'
 import { clientShareKey, shareFor } from './client-share.js'
 import type { DoorContext } from './door.js'
@@ -57,7 +57,7 @@ export class SessionFlow<Req> extends Flow<Req> {
       const outcome = await this.passes.check(view.headers.cookie, view.secure, deadline)
       if (typeof outcome === 'object') return 'error' in outcome ? this.storeFailed(view, outcome.error, true) : outcome
     }
-    const newcomers = this.steer.newcomers(Date.now())
+    const newcomers = this.control.newcomers(Date.now())
     if (newcomers.kind === 'normal' && this.loss.quarantined(Date.now())) return this.storeFailed(view, undefined)
     const client = this.clientOf(view)
     if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers, client)

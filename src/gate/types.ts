@@ -284,8 +284,8 @@ export interface QueuedDecision {
  */
 export type GateDecision = BypassDecision | AdmitDecision | PassDecision | BusyDecision | QueuedDecision
 
-/** What `reply.airlock` / `res.locals.airlock` offer a route. */
-export interface AirlockControl {
+/** The per-request handle: what `reply.airlock` / `res.locals.airlock` offer a route. */
+export interface AirlockHandle {
   /** The gate's decision for this request; `undefined` on a route the gate does not cover. */
   readonly decision: GateDecision | undefined
   /**
@@ -295,6 +295,12 @@ export interface AirlockControl {
    */
   release(): Promise<boolean>
 }
+
+/**
+ * @deprecated Renamed {@link AirlockHandle} in 0.2 ("control" is the operator's live control,
+ * `airlockControl()`); this alias goes in 0.3.
+ */
+export type AirlockControl = AirlockHandle
 
 const OPTION_KEYS = [
   'name',

@@ -4,7 +4,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { optionError } from '../base/errors.js'
-import { describe, knownKeys } from '../base/validate.js'
+import { received, knownKeys } from '../base/validate.js'
 
 /** One key or several (several let you rotate: add the new one, move clients, remove the old one). */
 export type KeyList = string | readonly string[]
@@ -92,7 +92,7 @@ export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = p
   const fromEnv = apiKeys === undefined
   const given = fromEnv ? apiKeysFromEnv(env) : apiKeys
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    optionError(`apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${describe(given)}`)
+    optionError(`apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${received(given)}`)
   }
   knownKeys('apiKeys', given, LEVEL_NAMES)
   const keys: Record<LevelName, string[]> = { read: [], readLock: [], write: [] }
@@ -100,7 +100,7 @@ export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = p
     const value = given[name]
     if (value === undefined) continue
     const list = typeof value === 'string' ? [value] : value
-    if (!Array.isArray(list)) optionError(`apiKeys.${name} must be a string or an array of strings, got ${describe(value)}`)
+    if (!Array.isArray(list)) optionError(`apiKeys.${name} must be a string or an array of strings, got ${received(value)}`)
     keys[name] = list.map((key) => checkKey(`apiKeys.${name}`, key))
   }
   if (LEVEL_NAMES.every((name) => keys[name].length === 0)) {
@@ -116,7 +116,7 @@ export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = p
 
 function checkKey(where: string, key: unknown): string {
   if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
-    const got = typeof key === 'string' ? `a string of ${key.length} characters` : describe(key)
+    const got = typeof key === 'string' ? `a string of ${key.length} characters` : received(key)
     optionError(
       `${where} keys must be 16 to 256 visible ASCII characters without spaces (e.g. openssl rand -hex 24), got ${got}`,
     )

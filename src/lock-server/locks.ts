@@ -1,5 +1,5 @@
 /**
- * The lock service's decisions, framework-free: define/describe/delete resources, read, lock, write
+ * The lock service's decisions, framework-free: define/received/delete resources, read, lock, write
  * and unlock selectors. The HTTP layer (`server.ts`) only translates these outcomes into replies.
  *
  * Each (resource, selector) is its own lock: a waiting room of limit 1 whose ttl is the resource's
@@ -7,7 +7,7 @@
  * a place in a fair FIFO line while someone else holds the lock.
  */
 import { optionError } from '../base/errors.js'
-import { describe, inMs, knownKeys, safeName } from '../base/validate.js'
+import { received, inMs, knownKeys, safeName } from '../base/validate.js'
 import { queueSettings } from '../core/queue.js'
 import { createWaitingRoom, MAX_VISITOR_ID_LENGTH, newVisitorId, type WaitingRoom } from '../core/waiting-room.js'
 import type { QueueSettings, Store } from '../stores/types.js'
@@ -74,7 +74,7 @@ export function checkTicket(value: unknown): string {
 /** Checks a resource's `timeout` (whole seconds, 1 to 86,400). */
 export function checkTimeout(value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_TIMEOUT_S) {
-    throw new LockRequestError(`timeout must be whole seconds from 1 to ${MAX_TIMEOUT_S}, got ${describe(value)}`)
+    throw new LockRequestError(`timeout must be whole seconds from 1 to ${MAX_TIMEOUT_S}, got ${received(value)}`)
   }
   return value
 }
@@ -95,7 +95,7 @@ export class ResourceLocks {
     this.store = options.store
     this.resources = options.resources
     const queue = options.queue ?? {}
-    if (queue === null || typeof queue !== 'object') optionError(`queue must be an object, got ${describe(queue)}`)
+    if (queue === null || typeof queue !== 'object') optionError(`queue must be an object, got ${received(queue)}`)
     knownKeys('queue', queue, ['idleTimeout', 'claimWindow', 'maxLength', 'confirmTimeout'])
     this.queue = queueSettings('queue.', queue, {
       order: 'fifo',
@@ -116,7 +116,7 @@ export class ResourceLocks {
   }
 
   /** A resource's definition, or `null`. */
-  describe(name: string): Promise<ResourceDefinition | null> {
+  received(name: string): Promise<ResourceDefinition | null> {
     return this.resources.get(checkName('resource name', name))
   }
 

@@ -7,7 +7,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import { isAirlockError, optionError } from '../base/errors.js'
 import { loadPeer } from '../base/peer.js'
-import { describe, duration, knownKeys, oneOf, positiveInteger } from '../base/validate.js'
+import { received, duration, knownKeys, oneOf, positiveInteger } from '../base/validate.js'
 import { StoreGuard } from '../core/guard.js'
 import { resolveStore } from '../stores/resolve.js'
 import { resourcesFor, type ResourceStorage } from '../stores/resources.js'
@@ -81,7 +81,7 @@ declare module 'fastify' {
  */
 export function createLockServer(options: LockServerOptions = {}): FastifyInstance {
   if (options === null || typeof options !== 'object') {
-    optionError(`createLockServer() needs an options object, got ${describe(options)}`)
+    optionError(`createLockServer() needs an options object, got ${received(options)}`)
   }
   knownKeys('createLockServer()', options, OPTION_KEYS)
   const store = resolveStore(options.store)
@@ -137,7 +137,7 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
   })
 
   app.get<{ Params: { name: string } }>('/resource/:name', { config: { lockLevel: LEVELS.read } }, async (request, reply) => {
-    const definition = await guarded(() => locks.describe(request.params.name))
+    const definition = await guarded(() => locks.received(request.params.name))
     if (!definition) return notFound(reply, request.params.name)
     return { name: request.params.name, timeout: definition.timeout }
   })
@@ -248,13 +248,13 @@ function checkLoggerOption(logger: unknown): LockServerOptions['logger'] {
   const ok =
     typeof logger === 'boolean' || (typeof logger === 'object' && logger !== null && !Array.isArray(logger))
   if (!ok) {
-    optionError(`logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${describe(logger)}`)
+    optionError(`logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${received(logger)}`)
   }
   return adaptLogger(logger) as LockServerOptions['logger']
 }
 
 /**
- * A logger shaped as the gate's docs describe (`{ warn, info?, error? }`, e.g. `console`) lacks
+ * A logger shaped as the gate's docs received (`{ warn, info?, error? }`, e.g. `console`) lacks
  * what Fastify asks of a logger instance (every level and `child`): completed, each missing level
  * going to the nearest one it has (or nowhere), so it is accepted as it is elsewhere.
  */

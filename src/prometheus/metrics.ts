@@ -20,7 +20,7 @@ import { loadPeer } from '../base/peer.js'
 import { optionError } from '../base/errors.js'
 import type { BreakerEvent, ChallengeEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
-import { describe, durationOrZero, knownKeys } from '../base/validate.js'
+import { received, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/registry.js'
 import type { GateStatus } from '../gate/types.js'
 
@@ -47,19 +47,19 @@ const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
  * @throws `ERR_AIRLOCK_OPTION` naming a bad option.
  */
 export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetrics {
-  if (options === null || typeof options !== 'object') optionError(`airlockMetrics() options must be an object, got ${describe(options)}`)
+  if (options === null || typeof options !== 'object') optionError(`airlockMetrics() options must be an object, got ${received(options)}`)
   knownKeys('airlockMetrics()', options, ['registry', 'prefix', 'buckets', 'statusCacheMs'])
   // Loaded here, not imported: a process that never calls this never needs prom-client (the CLI bundles this).
   const client = loadPeer<typeof import('prom-client')>('prom-client', 'airlockMetrics()')
   const registry = options.registry ?? client.register
-  if (typeof registry?.registerMetric !== 'function') optionError(`registry must be a prom-client Registry, got ${describe(options.registry)}`)
+  if (typeof registry?.registerMetric !== 'function') optionError(`registry must be a prom-client Registry, got ${received(options.registry)}`)
   const prefix = options.prefix ?? 'airlock_'
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
-    optionError(`prefix must be a Prometheus metric name prefix such as 'airlock_', got ${describe(prefix)}`)
+    optionError(`prefix must be a Prometheus metric name prefix such as 'airlock_', got ${received(prefix)}`)
   }
   const buckets = options.buckets ?? DEFAULT_BUCKETS
   if (!Array.isArray(buckets) || buckets.some((b) => typeof b !== 'number' || !(b > 0))) {
-    optionError(`buckets must be an array of positive numbers (seconds), got ${describe(buckets)}`)
+    optionError(`buckets must be an array of positive numbers (seconds), got ${received(buckets)}`)
   }
   const cacheMs = durationOrZero('statusCacheMs', options.statusCacheMs ?? 1000)
   const registers = [registry]

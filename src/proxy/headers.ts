@@ -3,7 +3,7 @@
  * forwarding headers the proxy vouches for, the gate's own cookie kept from the origin, and the
  * origin's `Airlock-Command` kept from the client. Pure functions, no I/O.
  */
-import { COMMAND_HEADER } from '../gate/control.js'
+import { COMMAND_HEADER } from '../gate/handle.js'
 
 /**
  * Headers that describe one connection, not the message: never forwarded either way (RFC 9110

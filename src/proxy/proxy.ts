@@ -11,9 +11,9 @@ import { BlockList, isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
-import { describe, duration, knownKeys, oneOf } from '../base/validate.js'
+import { received, duration, knownKeys, oneOf } from '../base/validate.js'
 import { createDashboard } from '../dashboard/server.js'
-import { COMMAND_HEADER, controlFor, runCommand } from '../gate/control.js'
+import { COMMAND_HEADER, handleFor, runCommand } from '../gate/handle.js'
 import { createGate, type Gate } from '../gate/gate.js'
 import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateResponse } from '../gate/types.js'
 import { originErrorPage } from '../pages/origin.js'
@@ -92,7 +92,7 @@ function trustOf(option: unknown): (address: string) => boolean {
   if (option === false || option === undefined) return () => false
   if (option === true) return () => true
   const list = typeof option === 'string' ? option.split(',') : option
-  if (!Array.isArray(list) || list.some((a) => typeof a !== 'string')) optionError(`trustProxy must be true, false, or addresses and CIDRs ('10.0.0.0/8' or ['10.0.0.5', '::1']), got ${describe(option)}`)
+  if (!Array.isArray(list) || list.some((a) => typeof a !== 'string')) optionError(`trustProxy must be true, false, or addresses and CIDRs ('10.0.0.0/8' or ['10.0.0.5', '::1']), got ${received(option)}`)
   const blocks = new BlockList()
   for (const entry of list as string[]) {
     const [address = '', bits] = entry.trim().split('/')
@@ -114,7 +114,7 @@ function trustOf(option: unknown): (address: string) => boolean {
  * option now (`ERR_AIRLOCK_OPTION`); `ERR_AIRLOCK_PEER_MISSING` when undici is not installed.
  */
 export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> {
-  if (options === null || typeof options !== 'object') optionError(`createProxy() needs an options object with a target, got ${describe(options)}`)
+  if (options === null || typeof options !== 'object') optionError(`createProxy() needs an options object with a target, got ${received(options)}`)
   knownKeys('createProxy()', options, [...GATE_OPTION_KEYS, ...PROXY_KEYS])
   const { target, gated = true, trustProxy = false, dashboard, metricsPath, bodyLimit = 2 ** 30, upstreamTimeout, keepPassCookie = false, log: logOptions, ...gateOptions } = options
   let upstream: URL
@@ -124,15 +124,15 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     upstream = new URL('invalid:')
   }
   if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
-    optionError(`target must be an http:// or https:// URL (http://127.0.0.1:8080), got ${describe(target)}`)
+    optionError(`target must be an http:// or https:// URL (http://127.0.0.1:8080), got ${received(target)}`)
   }
-  if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${describe(gated)}`)
-  if (typeof keepPassCookie !== 'boolean') optionError(`keepPassCookie must be a boolean, got ${describe(keepPassCookie)}`)
-  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${describe(dashboard)}`)
+  if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${received(gated)}`)
+  if (typeof keepPassCookie !== 'boolean') optionError(`keepPassCookie must be a boolean, got ${received(keepPassCookie)}`)
+  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
   if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))) {
-    optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${describe(metricsPath)}`)
+    optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${received(metricsPath)}`)
   }
-  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${describe(bodyLimit)}`)
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
   const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
   const trusts = trustOf(trustProxy)
   const log = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
@@ -213,7 +213,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       res,
       requestHeaders(req.rawHeaders, hop, r),
       (_status, headers, command) => {
-        if (command !== undefined) runCommand(gate!, controlFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
+        if (command !== undefined) runCommand(gate!, handleFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
         if (extra !== undefined) for (const k in extra) headers.push(k, extra[k]!)
         for (const c of cookies) headers.push('set-cookie', c)
       },
@@ -349,11 +349,11 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
 }
 
 function checkedLog(options: ProxyLogOptions): ProxyLog {
-  if (typeof options !== 'object' || options === null) optionError(`log must be false or { level, format, destination }, got ${describe(options)}`)
+  if (typeof options !== 'object' || options === null) optionError(`log must be false or { level, format, destination }, got ${received(options)}`)
   knownKeys('log', options, ['level', 'format', 'destination'])
   const level = options.level === undefined ? undefined : oneOf('log.level', options.level, LOG_LEVELS)
   const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
-  if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${describe(options.destination)}`)
+  if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
   return new ProxyLog({ level, format, destination: options.destination })
 }
 

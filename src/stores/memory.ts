@@ -1,5 +1,5 @@
 import { AirlockError, optionError } from '../base/errors.js'
-import { describe, optionsObject } from '../base/validate.js'
+import { received, optionsObject } from '../base/validate.js'
 import { MemorySemaphore, type Waiter } from './memory-semaphore.js'
 import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
@@ -35,7 +35,7 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     optionsObject('memoryStore()', options, ['now'])
     if (options.now !== undefined && typeof options.now !== 'function') {
-      optionError(`now must be a function returning the time in ms, such as () => Date.now(), got ${describe(options.now)}`)
+      optionError(`now must be a function returning the time in ms, such as () => Date.now(), got ${received(options.now)}`)
     }
     this.now = options.now ?? (() => Date.now())
   }

@@ -1,6 +1,6 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { timedStoreCall } from '../base/events.js'
-import { describe, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
+import { received, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
 import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
@@ -81,7 +81,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') {
-      optionError(`redisStore() needs an options object with a client, got ${describe(options)}`)
+      optionError(`redisStore() needs an options object with a client, got ${received(options)}`)
     }
     const o = options as unknown as Record<string, unknown>
     if (typeof o.evalsha === 'function' || typeof o.sendCommand === 'function') {
@@ -378,7 +378,7 @@ function tookSomething(reply: readonly number[], at: number): boolean {
 export function redisClientOption(value: unknown): RedisClient {
   const client = value as Record<string, unknown> | undefined
   if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
-    optionError(`client must be an ioredis Redis or Cluster instance (new Redis(url)), got ${describe(value)}`)
+    optionError(`client must be an ioredis Redis or Cluster instance (new Redis(url)), got ${received(value)}`)
   }
   return value as RedisClient
 }

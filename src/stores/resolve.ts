@@ -1,5 +1,5 @@
 import { optionError } from '../base/errors.js'
-import { describe } from '../base/validate.js'
+import { received } from '../base/validate.js'
 import { MemoryStore } from './memory.js'
 import { STORE_METHODS, type Store } from './types.js'
 
@@ -11,7 +11,7 @@ import { STORE_METHODS, type Store } from './types.js'
  */
 export function assertStore(store: unknown): Store {
   if (store === null || typeof store !== 'object') {
-    optionError(`store must be a Store such as memoryStore() or redisStore({ client }), got ${describe(store)}`)
+    optionError(`store must be a Store such as memoryStore() or redisStore({ client }), got ${received(store)}`)
   }
   const missing = STORE_METHODS.filter((m) => typeof (store as Record<string, unknown>)[m] !== 'function')
   if (missing.length > 0) {

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto'
 import { optionError } from '../base/errors.js'
-import { describe, duration, knownKeys, safeName } from '../base/validate.js'
+import { received, duration, knownKeys, safeName } from '../base/validate.js'
 import type { MemoryStore } from './memory.js'
 import { isRedisStore, keyBase, redisClientOption } from './redis.js'
 import { luaScript, RedisCaller, type RedisClient } from './redis-calls.js'
@@ -170,7 +170,7 @@ export class RedisResources implements ResourceStorage {
 
   constructor(options: RedisResourcesOptions) {
     if (options === null || typeof options !== 'object') {
-      optionError(`redisResources() needs an options object with a client, got ${describe(options)}`)
+      optionError(`redisResources() needs an options object with a client, got ${received(options)}`)
     }
     knownKeys('redisResources()', options, ['client', 'prefix', 'commandTimeout'])
     this.client = redisClientOption(options.client)

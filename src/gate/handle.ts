@@ -4,10 +4,10 @@
  */
 import { releaseChannel, type ReleaseEvent } from '../base/events.js'
 import { holdsPass, type Gate } from './gate.js'
-import type { AirlockControl, GateDecision } from './types.js'
+import type { AirlockHandle, GateDecision } from './types.js'
 
 /** For a request the gate did not decide (a route without a gate): nothing to release. */
-export const NO_CONTROL: AirlockControl = Object.freeze({ decision: undefined, release: async () => false })
+export const NO_HANDLE: AirlockHandle = Object.freeze({ decision: undefined, release: async () => false })
 
 /** The response side of a release: its current `Set-Cookie` values, and how to replace them. */
 export interface CookieJar {
@@ -21,7 +21,7 @@ export interface CookieJar {
  * visitor's pass (its slot is freed and, while the headers are not sent, the response clears the
  * cookie, replacing any pass cookie set earlier in this response). Never rejects.
  */
-export function controlFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean): AirlockControl {
+export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean): AirlockHandle {
   return {
     decision,
     release() {
@@ -54,7 +54,7 @@ export const COMMAND_HEADER = 'airlock-command'
  * `control.release()` (the slot or pass freed, the cookie cleared), and is published on
  * `airlock:release`. `false` for a value it does not know (nothing done).
  */
-export function runCommand<Req>(gate: Gate<Req>, control: AirlockControl, value: string | number | string[] | undefined): boolean {
+export function runCommand<Req>(gate: Gate<Req>, control: AirlockHandle, value: string | number | string[] | undefined): boolean {
   const command = String(value ?? '').trim().toLowerCase()
   if (command !== 'release') return false
   if (control.decision === undefined || control.decision.kind === 'bypass') return true

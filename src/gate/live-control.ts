@@ -28,7 +28,7 @@ const NORMAL: Newcomers = Object.freeze({ kind: 'normal' })
 const CLOSED: Newcomers = Object.freeze({ kind: 'closed' })
 const HOLD: Newcomers = Object.freeze({ kind: 'hold', opening: null })
 
-export class Steering {
+export class ControlInForce {
   #state: ControlState = UNSTEERED
   /** Store clock minus local clock at the last read (ms): opening times are the store's. */
   #skew = 0
