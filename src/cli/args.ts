@@ -16,6 +16,22 @@ export interface FlagSpec {
   help: string
 }
 
+/**
+ * Flag specs from a table written as the help shows it, one flag a line:
+ * `--port N  port to listen on (default 3000)`, `-h, --help  show this help` (two or more spaces
+ * before the help text). The table is the one list: the parser's flags and the help's lines.
+ */
+export function flagTable(text: string): FlagSpec[] {
+  const specs: FlagSpec[] = []
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue
+    const m = /^\s*(?:-([a-zA-Z]), )?--([a-z][a-z-]*)(?: ([A-Z][A-Za-z0-9:|/_.-]*))?\s{2,}(\S.*)$/.exec(line)
+    if (!m) throw new Error(`flagTable: cannot read the line ${JSON.stringify(line)}`)
+    specs.push({ name: m[2]!, help: m[4]!, ...(m[1] ? { short: m[1] } : {}), ...(m[3] ? { value: m[3] } : {}) })
+  }
+  return specs
+}
+
 /** The flags every command words the same. */
 export const HELP_FLAG: FlagSpec = { name: 'help', short: 'h', help: 'show this help' }
 export const PREFIX_FLAG: FlagSpec = { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" }

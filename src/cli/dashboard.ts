@@ -5,19 +5,21 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard, type Dashboard } from '../dashboard/server.js'
-import { flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
 
 const TOKEN_ENV = 'AIRLOCK_DASHBOARD_TOKEN'
 const FLAGS: FlagSpec[] = [
-  { name: 'redis', value: 'URL', help: 'Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)' },
-  { name: 'name', value: 'NAMES', help: "gate names to show, comma-separated (default 'default')" },
-  { name: 'port', value: 'N', help: 'port to listen on (default 9090)' },
-  { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
+  ...flagTable(`
+    --redis URL     Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)
+    --name NAMES    gate names to show, comma-separated (default 'default')
+    --port N        port to listen on (default 9090)
+    --host ADDRESS  address to listen on (default 127.0.0.1)
+    --read-only     show the gates without the live controls
+  `),
   PREFIX_FLAG,
-  { name: 'read-only', help: 'show the gates without the live controls' },
   HELP_FLAG,
 ]
 

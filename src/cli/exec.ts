@@ -9,6 +9,7 @@ import { createSemaphore, type Semaphore } from '../core/semaphore.js'
 import {
   durationFlag,
   flagHelp,
+  flagTable,
   integerFlag,
   nameFlag,
   parseFlags,
@@ -26,13 +27,15 @@ import { connectRedis } from './redis.js'
 export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
 
 export const EXEC_FLAGS: readonly FlagSpec[] = [
-  { name: 'name', value: 'NAME', help: "semaphore name, shared by every run that must not overlap (required; 1-64 of A-Z a-z 0-9 . _ : -)" },
-  { name: 'limit', value: 'N', help: 'runs allowed at once (default 1)' },
-  { name: 'weight', value: 'N', help: 'units of the limit this run takes (default 1)' },
-  { name: 'ttl', value: 'DURATION', help: "the slot's life if airlock dies without releasing it; refreshed every ttl/3 while the command runs (default 60s)" },
-  { name: 'wait', value: 'DURATION', help: "how long to wait for a slot, in arrival order; 0 tries once (default 0); 'forever' waits" },
-  { name: 'kill-after', value: 'DURATION', help: 'after a lost slot, SIGKILL the command if SIGTERM has not stopped it within this (default 10s)' },
-  { name: 'redis', value: 'URL', help: 'Redis holding the slots: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; required)' },
+  ...flagTable(`
+    --name NAME            semaphore name, shared by every run that must not overlap (required; 1-64 of A-Z a-z 0-9 . _ : -)
+    --limit N              runs allowed at once (default 1)
+    --weight N             units of the limit this run takes (default 1)
+    --ttl DURATION         the slot's life if airlock dies without releasing it; refreshed every ttl/3 while the command runs (default 60s)
+    --wait DURATION        how long to wait for a slot, in arrival order; 0 tries once (default 0); 'forever' waits
+    --kill-after DURATION  after a lost slot, SIGKILL the command if SIGTERM has not stopped it within this (default 10s)
+    --redis URL            Redis holding the slots: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; required)
+  `),
   PREFIX_FLAG,
   HELP_FLAG,
 ]

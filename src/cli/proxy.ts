@@ -8,36 +8,38 @@ import { isAirlockError } from '../base/errors.js'
 import { randomSecret } from '../base/signing.js'
 import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import { durationFlag, flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { durationFlag, flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
 import { runPrimary, workersFlag, type WorkerReady } from './workers.js'
 
 const FLAGS: FlagSpec[] = [
-  { name: 'target', value: 'URL', help: 'the origin to shield: http://127.0.0.1:8080 (required, here or in --config)' },
-  { name: 'port', value: 'N', help: 'port to listen on (default 3000)' },
-  { name: 'host', value: 'ADDRESS', help: 'address to listen on (default 127.0.0.1)' },
-  { name: 'redis', value: 'URL', help: 'Redis for slots shared by several proxies (default $AIRLOCK_REDIS_URL; else in memory)' },
+  ...flagTable(`
+    --target URL                 the origin to shield: http://127.0.0.1:8080 (required, here or in --config)
+    --port N                     port to listen on (default 3000)
+    --host ADDRESS               address to listen on (default 127.0.0.1)
+    --redis URL                  Redis for slots shared by several proxies (default $AIRLOCK_REDIS_URL; else in memory)
+    --config FILE                a JSON file of gate and proxy options (flags win)
+    --name NAME                  the gate's name (default 'default')
+    --limit N                    visitors (session mode) or requests (request mode) at once (default 100)
+    --adaptive MIN:MAX           learn the limit between MIN and MAX instead (e.g. 5:500)
+    --mode MODE                  session (visitors, a pass cookie; default) or request (requests in flight)
+    --queue                      a fair waiting room instead of the busy page
+    --pass-ttl DURATION          a pass's life after the visitor's last request (default 60s)
+    --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
+    --trust-proxy                trust X-Forwarded-* from the client (only behind a proxy you run)
+    --client-share N|off         places in line and unconfirmed slots one client address may hold (default 20; off: no share)
+    --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
+    --dashboard PATH             serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)
+    --upstream-timeout DURATION  how long the origin may take to connect, answer, or between body chunks; then 504 (default 60s)
+    --keep-pass-cookie           forward the gate's pass cookie to the origin too (default: removed)
+    --log-level LEVEL            debug, info (default: a line per request), warn, error or silent
+    --log-format FORMAT          json (default: a JSON object per line, as pino) or pretty
+    --workers N|auto             processes sharing the port (auto: one per core; more than 1 needs --redis)
+    --no-gate                    forward without the gate (to compare)
+  `),
   PREFIX_FLAG,
-  { name: 'config', value: 'FILE', help: 'a JSON file of gate and proxy options (flags win)' },
-  { name: 'name', value: 'NAME', help: "the gate's name (default 'default')" },
-  { name: 'limit', value: 'N', help: 'visitors (session mode) or requests (request mode) at once (default 100)' },
-  { name: 'adaptive', value: 'MIN:MAX', help: 'learn the limit between MIN and MAX instead (e.g. 5:500)' },
-  { name: 'mode', value: 'MODE', help: 'session (visitors, a pass cookie; default) or request (requests in flight)' },
-  { name: 'queue', help: 'a fair waiting room instead of the busy page' },
-  { name: 'pass-ttl', value: 'DURATION', help: "a pass's life after the visitor's last request (default 60s)" },
-  { name: 'bypass', value: 'PATHS', help: 'comma-separated path prefixes never gated (/static,/health)' },
-  { name: 'trust-proxy', help: 'trust X-Forwarded-* from the client (only behind a proxy you run)' },
-  { name: 'client-share', value: 'N|off', help: 'places in line and unconfirmed slots one client address may hold (default 20; off: no share)' },
-  { name: 'metrics', value: 'PATH', help: 'serve Prometheus metrics at PATH (needs prom-client)' },
-  { name: 'dashboard', value: 'PATH', help: 'serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)' },
-  { name: 'upstream-timeout', value: 'DURATION', help: 'how long the origin may take to connect, answer, or between body chunks; then 504 (default 60s)' },
-  { name: 'keep-pass-cookie', help: "forward the gate's pass cookie to the origin too (default: removed)" },
-  { name: 'log-level', value: 'LEVEL', help: 'debug, info (default: a line per request), warn, error or silent' },
-  { name: 'log-format', value: 'FORMAT', help: 'json (default: a JSON object per line, as pino) or pretty' },
-  { name: 'workers', value: 'N|auto', help: 'processes sharing the port (auto: one per core; more than 1 needs --redis)' },
-  { name: 'no-gate', help: 'forward without the gate (to compare)' },
   HELP_FLAG,
 ]
 

@@ -69,6 +69,9 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     registered.push(`${prefix}${name}`)
     return `${prefix}${name}`
   }
+  /** A counter the event handlers below increment. */
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new client.Counter<L>({ name: named(name), help, labelNames, registers })
 
   // Decisions are on every request's path: counted in plain numbers, handed to prom-client at scrape
   // time (a prom-client inc hashes its labels on every call).
@@ -83,12 +86,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
       for (const [gate, byKind] of decisionCounts) for (const c of byKind.values()) this.inc({ gate, kind: c.kind, reason: c.reason }, c.n)
     },
   })
-  const queueEvents = new client.Counter({
-    name: named('queue_events_total'),
-    help: "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).",
-    labelNames: ['gate', 'event'] as const,
-    registers,
-  })
+  const queueEvents = counter('queue_events_total', "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).", ['gate', 'event'] as const)
   const storeDuration = new client.Histogram({
     name: named('store_duration_seconds'),
     help: 'Store calls (Redis scripts), by store, operation and outcome (ok, error).',
@@ -96,38 +94,13 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     buckets: [...buckets],
     registers,
   })
-  const controlChanges = new client.Counter({
-    name: named('control_changes_total'),
-    help: "Live control changes: set (by airlockControl in this process), applied (by this process's gates).",
-    labelNames: ['gate', 'event'] as const,
-    registers,
-  })
-  const breakerChanges = new client.Counter({
-    name: named('breaker_transitions_total'),
-    help: "A gate's circuit breaker opening or closing.",
-    labelNames: ['gate', 'state'] as const,
-    registers,
-  })
-  const failovers = new client.Counter({
-    name: named('store_failovers_total'),
-    help: 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.',
-    labelNames: ['store', 'reason'] as const,
-    registers,
-  })
+  const controlChanges = counter('control_changes_total', "Live control changes: set (by airlockControl in this process), applied (by this process's gates).", ['gate', 'event'] as const)
+  const breakerChanges = counter('breaker_transitions_total', "A gate's circuit breaker opening or closing.", ['gate', 'state'] as const)
+  const failovers = counter('store_failovers_total', 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.', ['store', 'reason'] as const)
 
-  const commandReleases = new client.Counter({
-    name: named('command_releases_total'),
-    help: "Visitors whose slot or pass the origin or the app gave back with the response header Airlock-Command: release.",
-    labelNames: ['gate'] as const,
-    registers,
-  })
+  const commandReleases = counter('command_releases_total', "Visitors whose slot or pass the origin or the app gave back with the response header Airlock-Command: release.", ['gate'] as const)
 
-  const challenges = new client.Counter({
-    name: named('challenges_total'),
-    help: "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.",
-    labelNames: ['gate', 'outcome'] as const,
-    registers,
-  })
+  const challenges = counter('challenges_total', "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.", ['gate', 'outcome'] as const)
   const solveSeconds = new client.Histogram({
     name: named('challenge_solve_seconds'),
     help: "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
@@ -217,25 +190,16 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     const e = m as StoreEvent
     storeDuration.labels(e.store, e.operation, e.ok ? 'ok' : 'error').observe(e.durationMs / 1000)
   }
-  const onBreaker = (m: unknown): void => {
-    const e = m as BreakerEvent
-    breakerChanges.labels(e.gate, e.state).inc()
-  }
-  const onQueue = (m: unknown): void => {
-    const e = m as QueueEvent
-    queueEvents.labels(e.gate, e.event).inc()
-  }
-  const onControl = (m: unknown): void => {
-    const e = m as ControlEvent
-    controlChanges.labels(e.gate, e.event).inc()
-  }
-  const onFailover = (m: unknown): void => {
-    const e = m as FailoverEvent
-    failovers.labels(e.store, e.reason).inc()
-  }
-  const onRelease = (m: unknown): void => {
-    commandReleases.labels((m as ReleaseEvent).gate).inc()
-  }
+  /** A channel's handler that counts each event under the labels it reads from it. */
+  const counting =
+    <E>(c: { labels(...values: string[]): { inc(): void } }, labels: (e: E) => string[]) =>
+    (m: unknown): void =>
+      c.labels(...labels(m as E)).inc()
+  const onBreaker = counting<BreakerEvent>(breakerChanges, (e) => [e.gate, e.state])
+  const onQueue = counting<QueueEvent>(queueEvents, (e) => [e.gate, e.event])
+  const onControl = counting<ControlEvent>(controlChanges, (e) => [e.gate, e.event])
+  const onFailover = counting<FailoverEvent>(failovers, (e) => [e.store, e.reason])
+  const onRelease = counting<ReleaseEvent>(commandReleases, (e) => [e.gate])
   const onChallenge = (m: unknown): void => {
     const e = m as ChallengeEvent
     challenges.labels(e.gate, e.outcome).inc()

@@ -176,6 +176,14 @@ local function expire_line(now)
   end
 end
 
+-- What a reader (STATE, STATUS) sees: lapsed holders and waiters gone; returns the units held.
+local function settled_used(now)
+  local u = purge_holders(now, load_used())
+  purge_waiters(now)
+  expire_line(now)
+  return u
+end
+
 -- Calls visit(id) for the waiters of the line in arrival order, in pages, until it returns true.
 local function each_waiter(visit)
   local from = 0

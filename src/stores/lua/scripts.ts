@@ -345,9 +345,7 @@ export const STATE = script(
   {} as const,
   `
 local now = now_ms()
-local u = purge_holders(now, load_used())
-purge_waiters(now)
-expire_line(now)
+local u = settled_used(now)
 return {u, redis.call('ZCARD', Q)}
 `,
 )
@@ -375,9 +373,7 @@ export const STATUS = script(
   {} as const,
   `
 local now = now_ms()
-local u = purge_holders(now, load_used())
-purge_waiters(now)
-expire_line(now)
+local u = settled_used(now)
 local adm, window = admissions(now)
 local out = {u, redis.call('ZCARD', Q), adm, window, now}
 for _, v in ipairs(live_reports(now)) do out[#out + 1] = v end
