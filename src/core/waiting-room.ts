@@ -6,19 +6,7 @@ import { runHolding, waitInLine } from './waiting.js'
 import type { Lease, LeaseHandle, RunContext, SemaphoreState } from './lease.js'
 import { AdmittedLease, assertVisitorId, estimateWait } from './visitor.js'
 import { createSemaphore, liveLimit, liveRate, type Semaphore } from './semaphore.js'
-import {
-  abortSignal,
-  boolean,
-  received,
-  duration,
-  knownKeys,
-  notTinyMs,
-  optionsObject,
-  semaphoreName,
-  waitDuration,
-  inMs,
-  type Duration,
-} from '../base/validate.js'
+import { abortSignal, boolean, duration, inMs, knownKeys, notTinyMs, optionsObject, received, semaphoreName, waitDuration, type Duration } from '../base/validate.js'
 
 export { assertVisitorId, estimateWait, MAX_VISITOR_ID_LENGTH, newVisitorId } from './visitor.js'
 
