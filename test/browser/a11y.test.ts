@@ -1,0 +1,97 @@
+/**
+ * Every page a visitor or an operator sees, checked by axe-core (WCAG 2.1 A and AA rules) in real
+ * headless Chromium, at a phone's width (320 px) and a desktop's (1280 px), after its script has
+ * run (issue 27). The pages are rendered by the same functions the gate, the proxy and the dashboard
+ * answer with.
+ */
+import { createRequire } from 'node:module'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser } from 'playwright-core'
+import { renderBusyPage } from '../../src/pages/busy.js'
+import { queuedJson, renderWaitingPage } from '../../src/pages/waiting.js'
+import { renderChallengePage } from '../../src/pages/challenge.js'
+import { originErrorPage } from '../../src/pages/origin.js'
+import { renderDashboardPage } from '../../src/pages/dashboard.js'
+import { signInPage } from '../../src/dashboard/sign-in.js'
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
+
+const axeSource: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source
+
+/** Each page, as served. */
+const PAGES: Record<string, () => string> = {
+  busy: () => renderBusyPage(3600),
+  waiting: () => renderWaitingPage({ order: 'fifo', position: 1234, waiting: 5000, eta: 420, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
+  'waiting (random order)': () => renderWaitingPage({ order: 'random', position: null, waiting: 5000, eta: null, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
+  'waiting (before the opening)': () =>
+    renderWaitingPage({ order: 'fifo', position: null, waiting: 80, eta: 3600, opensAt: Date.now() + 3_600_000, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
+  challenge: () => renderChallengePage({ challenge: 'not-a-real-challenge', difficulty: 30, noscriptDelay: 3_600_000, nonce: undefined }),
+  'proxy 502': () => originErrorPage(502),
+  'proxy 504': () => originErrorPage(504),
+  'dashboard sign-in': () => signInPage(false),
+  'dashboard sign-in (wrong token)': () => signInPage(true),
+  dashboard: () => renderDashboardPage({ names: ['shop'], controls: true }),
+}
+const WIDTHS = [320, 1280]
+
+let browser: Browser
+let server: Server
+let base: string
+
+beforeAll(async () => {
+  if (!chromiumAvailable) return
+  browser = await launchChromium()
+  server = createServer((req, res) => {
+    const name = decodeURIComponent((req.url ?? '/').slice(1).split('?')[0]!)
+    if (req.headers['x-airlock-poll'] !== undefined) {
+      res.writeHead(202, { 'content-type': 'application/json' })
+      return res.end(queuedJson(1200, 5000, 400))
+    }
+    const page = PAGES[name]
+    if (page === undefined) return res.writeHead(404).end()
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    return res.end(page())
+  })
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  await browser?.close()
+  await new Promise((ok) => server?.close(ok))
+})
+
+interface Violation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: { target: string[] }[]
+}
+
+describe.runIf(chromiumAvailable || process.env.CI)('axe-core finds no WCAG 2.1 A/AA violation', () => {
+  for (const name of Object.keys(PAGES)) {
+    it(`${name}, at ${WIDTHS.join(' and ')} px`, async () => {
+      const found: string[] = []
+      for (const width of WIDTHS) {
+        // axe is injected by the test: the pages' own policies allow only their hashed scripts.
+        const context = await browser.newContext({ viewport: { width, height: 800 }, bypassCSP: true })
+        const page = await context.newPage()
+        try {
+          await page.goto(`${base}/${encodeURIComponent(name)}`)
+          await page.waitForLoadState('load')
+          await page.evaluate(axeSource)
+          const violations = (await page.evaluate(
+            () =>
+              (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: unknown[] }> } }).axe
+                .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+                .then((r) => r.violations),
+          )) as Violation[]
+          for (const v of violations) found.push(`${width}px ${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+        } finally {
+          await context.close()
+        }
+      }
+      expect(found).toEqual([])
+    })
+  }
+})
