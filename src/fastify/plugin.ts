@@ -14,6 +14,7 @@ import type {
 import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
+import { LEAVE_QUERY } from '../pages/left.js'
 import { COMMAND_HEADER, handleFor, cookieList, NO_HANDLE, runCommand } from '../gate/handle.js'
 import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
@@ -336,9 +337,12 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
   })
 
   // 404s too (the favicon a browser asks for by itself): an app-level hook, a cheap check for the rest.
+  // The waiting page's "Leave the line" posts to its own address, which has no POST route as a rule:
+  // that 404 is the gate's to answer.
   if (gate.mode === 'session') {
     fastify.addHook('onRequest', function confirm404(request, reply, done) {
       if (!request.is404) return done()
+      if (request.method === 'POST' && request.url.endsWith(LEAVE_QUERY)) return hooks.onRequest.call(this, request, reply, done)
       hooks.onConfirm(request, reply, done)
     })
   }

@@ -17,6 +17,29 @@ import type { ClientShare } from '../stores/types.js'
 import type { Passes } from './passes.js'
 import { Flow, type GateParts } from './flow.js'
 import type { AdmitDecision, GateDecision, RequestView } from './types.js'
+import { LEAVE_QUERY, LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from '../pages/left.js'
+import { pathOf } from './bypass.js'
+
+const LEFT_HTML_HEADERS = Object.freeze({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': LEFT_PAGE_CSP })
+const LEFT_JSON_HEADERS = Object.freeze({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+const CROSS_SITE: GateResponse = Object.freeze({
+  status: 403,
+  headers: Object.freeze({ 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }),
+  body: 'Leaving the line is only possible from this site.\n',
+})
+
+/** Whether a request comes from the site itself: `Sec-Fetch-Site` when the browser sends it, else `Origin` against `Host`. */
+function sameSite(headers: RequestView['headers']): boolean {
+  const site = headers['sec-fetch-site']
+  if (site !== undefined) return site === 'same-origin' || site === 'none'
+  const origin = headers.origin
+  if (origin === undefined) return true
+  try {
+    return typeof origin === 'string' && new URL(origin).host === headers.host
+  } catch {
+    return false
+  }
+}
 
 export class SessionFlow<Req> extends Flow<Req> {
   /** The waiting room (`queue`). */
@@ -43,6 +66,7 @@ export class SessionFlow<Req> extends Flow<Req> {
   }
 
   override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
+    if (this.line !== undefined && view.method === 'POST' && view.url.endsWith(LEAVE_QUERY)) return this.leave(this.line, view)
     const value = firstCookie(view.headers.cookie, this.s.cookie.name)
     if (value !== undefined) {
       const cached = this.passes.cached(value, Date.now())
@@ -62,6 +86,30 @@ export class SessionFlow<Req> extends Flow<Req> {
     const client = this.clientOf(view)
     if (this.line !== undefined) return this.joinLine(this.line, view, deadline, newcomers, client)
     return newcomers.kind === 'normal' ? this.admitVisitor(view, deadline, client) : this.busy(view, 'closed')
+  }
+
+  /**
+   * "Leave the line" (`POST ?__airlock=leave`, the waiting page's form): the place is freed at once
+   * (those behind move up), the ticket cleared, and a page with a way back in. Only from the site
+   * itself: a cross-site POST (`Sec-Fetch-Site`, else `Origin` against `Host`) is refused, so another
+   * site cannot throw a visitor out of the line.
+   */
+  private async leave(line: GateLine, view: RequestView<Req>): Promise<GateDecision> {
+    if (!sameSite(view.headers)) return { kind: 'bypass', setCookie: undefined, response: CROSS_SITE }
+    const visitorId = line.readTicket(view.headers.cookie, Date.now())
+    if (visitorId !== undefined) {
+      try {
+        await this.call(() => line.room.leave(visitorId), Date.now() + this.s.storeTimeout)
+      } catch (err) {
+        // The place lapses by itself after idleTimeout without polls; the visitor is told they left.
+        this.guard.logFailure(err, 'leave the line')
+      }
+    }
+    const json = prefersJson(view.headers.accept)
+    const response: GateResponse = json
+      ? { status: 200, headers: LEFT_JSON_HEADERS, body: LEFT_JSON }
+      : { status: 200, headers: LEFT_HTML_HEADERS, body: renderLeftPage(pathOf(view.url)) }
+    return { kind: 'bypass', setCookie: `${line.ticketCookieName}=${this.passes.secureTail(this.s.cookie.clearTail, view.secure)}`, response }
   }
 
   /** The store's share request for the request's client (`clientShare`), if any. */

@@ -184,6 +184,10 @@ export interface RequestView<Req = unknown> {
     'x-airlock-poll'?: string | string[] | undefined
     /** The challenge page's solution (`queue.challenge`). */
     'x-airlock-solution'?: string | string[] | undefined
+    /** For "Leave the line": only from the site itself. */
+    origin?: string | undefined
+    host?: string | undefined
+    'sec-fetch-site'?: string | string[] | undefined
   }
   /** The request came over HTTPS (as the framework's trust-proxy setting sees it). */
   secure: boolean

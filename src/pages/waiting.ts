@@ -1,5 +1,6 @@
 import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
 import { escapeHtml } from './busy.js'
+import { LEAVE_QUERY } from './left.js'
 
 /** What the waiting page (built-in or custom) is rendered from. */
 export interface WaitingPageContext {
@@ -41,7 +42,7 @@ export type WaitingPage = (context: WaitingPageContext) => string
 export const WAITING_PAGE_SCRIPT =
   '(function(){var q=document.getElementById("q"),P=+q.dataset.poll||2e3,K=+q.dataset.keep||1e4,t;' +
   'function go(){location.replace(location.href.split("#")[0])}' +
-  'function put(i,v){var e=document.getElementById(i);if(e&&v!=null)e.textContent=v}' +
+  'function put(i,v){var e=document.getElementById(i);if(e&&v!=null&&e.textContent!=String(v))e.textContent=v}' +
   'function eta(s){return s==null?"working it out":s<60?"about "+s+" s":"about "+Math.round(s/60)+" min"}' +
   'function next(){clearTimeout(t);t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
   'function poll(){clearTimeout(t);fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
@@ -60,7 +61,7 @@ export const WAITING_PAGE_STYLE = `${BASE_STYLE}b{font-size:1.4em}`
 export const waitingPageHashes = inlineHashes(WAITING_PAGE_SCRIPT, WAITING_PAGE_STYLE)
 
 /** The policy sent with the built-in page: its own script and style, and polls to its own origin. */
-export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; ")
+export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; ").replace("form-action 'none'", "form-action 'self'")
 
 /** An estimated wait for people: `about 31 s`, `about 4 min`, or `working it out` while unknown. */
 export function describeEta(seconds: number | null): string {
@@ -96,8 +97,10 @@ export function renderWaitingPage(context: Omit<WaitingPageContext, 'request' | 
     `<style${n}>${WAITING_PAGE_STYLE}</style></head><body>` +
     `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}"${opensAt !== null ? ' data-opens="1"' : ''}>` +
     `<h1>${opensAt !== null ? 'Opening soon' : 'You are in line'}</h1>` +
-    place +
+    // A screen reader hears a new place or wait once, when it changes (the script writes only changes).
+    `<div aria-live="polite">${place}</div>` +
     '<p>This page updates by itself and takes you to the site when it is your turn. Please keep it open.</p>' +
+    `<form method="post" action="${LEAVE_QUERY}"><button type="submit">Leave the line</button></form>` +
     `</main><script${n}>${WAITING_PAGE_SCRIPT}</script></body></html>`
   )
 }

@@ -125,6 +125,46 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
     }
   }, 60_000)
 
+  it('"Leave the line" frees the place at once: the visitor behind moves up within a poll; a cross-site POST is refused (issue 27)', async () => {
+    const site = await startSite({ pollInterval: 500 })
+    const contexts: BrowserContext[] = []
+    try {
+      const holder = visitor(site.url)
+      expect(await holder()).toBe(200)
+      const first = await browser().newContext()
+      const second = await browser().newContext()
+      contexts.push(first, second)
+      const a = await first.newPage()
+      expect((await a.goto(site.url))?.status()).toBe(202)
+      const b = await second.newPage()
+      expect((await b.goto(site.url))?.status()).toBe(202)
+      await expect(b.locator('#p').textContent()).resolves.toBe('2')
+
+      // Another site's form posting to the leave address, with the visitor's cookies: refused.
+      const ticket = (await first.cookies()).map((c) => `${c.name}=${c.value}`).join('; ')
+      const forged = await hit(`${site.url}?__airlock=leave`, { method: 'POST', headers: { cookie: ticket, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' }, from: nextAddress() })
+      expect(forged.status).toBe(403)
+      await new Promise((r) => setTimeout(r, 800))
+      expect(await b.locator('#p').textContent(), 'a refused leave moves nobody').toBe('2')
+
+      const hasTicket = async (): Promise<boolean> => (await first.cookies()).some((c) => c.name === 'airlock_ticket')
+      expect(await hasTicket()).toBe(true)
+      await a.getByRole('button', { name: 'Leave the line' }).click()
+      await a.getByRole('heading', { name: 'You left the line' }).waitFor()
+      expect(await hasTicket(), 'the ticket is cleared').toBe(false)
+      // Within about one poll (500 ms, jittered up to 1.25x), the visitor behind is first.
+      const t0 = Date.now()
+      await b.waitForFunction('document.getElementById("p")?.textContent === "1"', undefined, { timeout: 5_000 })
+      expect(Date.now() - t0).toBeLessThan(2_000)
+      // Coming back joins at the back of the line.
+      expect((await a.goto(site.url))?.status()).toBe(202)
+      await expect(a.locator('#p').textContent()).resolves.toBe('2')
+    } finally {
+      for (const c of contexts) await c.close()
+      await site.app.close()
+    }
+  }, 60_000)
+
   it('moves on without JavaScript too (meta refresh)', async () => {
     const site = await startSite({ pollInterval: 1000 })
     const context = await browser().newContext({ javaScriptEnabled: false })

@@ -109,6 +109,24 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(app.stats.runs).toBe(0)
     })
 
+    it('"Leave the line" (POST ?__airlock=leave from the site): the place is gone at once, the ticket cleared, those behind move up; a cross-site POST leaves nobody', async () => {
+      const { app } = await full()
+      const a = new Browser(app.url)
+      const b = new Browser(app.url)
+      expect(await place(a)).toMatchObject({ body: { position: 1 } })
+      expect(await place(b)).toMatchObject({ body: { position: 2 } })
+      const leave = (v: Browser, headers: Record<string, string>) => v.get('/kind?__airlock=leave', { method: 'POST', headers: { ...JSON_ACCEPT, ...headers } })
+      const forged = await leave(a, { origin: 'http://evil.example' })
+      expect(forged.status).toBe(403)
+      expect((await leave(a, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+      expect(await place(b)).toMatchObject({ body: { position: 2 } })
+      const left = await leave(a, { 'sec-fetch-site': 'same-origin', origin: app.url })
+      expect([left.status, left.body]).toEqual([200, '{"status":"left"}'])
+      expect(left.cookies.some((c) => /^airlock_ticket=;.*Max-Age=0/.test(c))).toBe(true)
+      expect(await place(b)).toMatchObject({ status: 202, body: { position: 1, waiting: 1 } })
+      expect(app.stats.runs).toBe(0)
+    })
+
     it('admits in arrival order: a freed slot waits for the head; later arrivals and newcomers cannot jump in', async () => {
       const { app, holder } = await full()
       const line = [new Browser(app.url), new Browser(app.url), new Browser(app.url)]
