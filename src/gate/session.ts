@@ -39,6 +39,7 @@ export class SessionFlow<Req> extends Flow<Req> {
             secrets: s.secrets,
             ticketCookieName: s.ticketCookieName,
             onPageError: parts.answers.pageError('queue.page'),
+            languages: s.languages,
           })
   }
 

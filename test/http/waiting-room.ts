@@ -265,7 +265,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: null, eta: null, waiting: 2 } })
       const page = await new Browser(app.url).get('/')
       expect(page.status).toBe(202)
-      expect(page.body).toContain('<b id="w">3</b> people are waiting')
+      expect(page.body).toContain('People waiting: <b id="w">3</b>.')
       expect(page.body).not.toContain('id="p"')
     })
 
@@ -287,7 +287,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(r.eta).toBeGreaterThanOrEqual(1)
       expect(r.eta).toBeLessThan(60)
       const page = await line[3]!.get('/')
-      expect(page.body).toMatch(/Estimated wait: <span id="e">about \d+ s<\/span>/)
+      expect(page.body).toMatch(/Estimated wait: <span id="e">about \d+ seconds?<\/span>/)
     })
 
     it('serves a custom waiting page, with the place and the nonce', async () => {

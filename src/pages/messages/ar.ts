@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Arabic. */
+export const ar: Messages = {
+  busyTitle: 'ضغط كبير، يُرجى الانتظار',
+  busyHeading: 'عدد الزوار كبير جدًا الآن',
+  busyText: 'نُدخل الزوار على دفعات صغيرة حتى يبقى الموقع متاحًا.',
+  retryIn: 'ستعيد هذه الصفحة المحاولة تلقائيًا بعد {seconds} ث.',
+  tryNow: 'حاول الآن',
+  inLine: 'أنت في قائمة الانتظار',
+  place: 'ترتيبك في قائمة الانتظار: {position} من {waiting}',
+  eta: 'مدة الانتظار المتوقعة: {eta}',
+  etaAbout: 'حوالي {time}',
+  etaUnknown: 'جارٍ حسابها',
+  lottery: 'عدد المنتظرين: {waiting}. يتم الدخول بالقرعة، لذا أبقِ هذه الصفحة مفتوحة.',
+  keepOpen: 'تتحدّث هذه الصفحة تلقائيًا وتنقلك إلى الموقع عندما يحين دورك. يُرجى إبقاؤها مفتوحة.',
+  openingSoon: 'نفتح قريبًا',
+  opensIn: 'يُفتح الموقع خلال {eta} ({time}).',
+  openingDraw: 'كل من يصل قبل الافتتاح يحصل حينها على مكان بالقرعة، لذا لا ميزة في الوصول مبكرًا.',
+  openingWaiting: 'عدد المنتظرين: {waiting}.',
+  momentTitle: 'لحظة من فضلك',
+  checkingIntro: 'نتحقق من متصفحك قبل انضمامك إلى قائمة الانتظار، ولن يستغرق ذلك سوى ثانية.',
+  checking: 'جارٍ التحقق من متصفحك…',
+  checkingProgress: 'جارٍ التحقق من متصفحك… {percent}',
+  joining: 'تم، جارٍ ضمّك إلى قائمة الانتظار…',
+  noscriptJoin: 'ستضمّك هذه الصفحة إلى قائمة الانتظار تلقائيًا بعد {seconds} ث.',
+  badGatewayTitle: 'الموقع غير متاح',
+  badGatewayHeading: 'الموقع لا يستجيب',
+  badGatewayText: 'لم يستجب خادم الموقع.',
+  timeoutTitle: 'الموقع بطيء جدًا',
+  timeoutHeading: 'الموقع يستغرق وقتًا طويلًا',
+  timeoutText: 'لم يردّ خادم الموقع في الوقت المناسب.',
+}

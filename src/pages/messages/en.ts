@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** English. */
+export const en: Messages = {
+  busyTitle: 'Busy, please wait',
+  busyHeading: 'Lots of visitors right now',
+  busyText: 'We let people in a few at a time so the site stays up.',
+  retryIn: 'This page tries again by itself in {seconds} s.',
+  tryNow: 'Try now',
+  inLine: 'You are in line',
+  place: 'Your place in line: {position} of {waiting}',
+  eta: 'Estimated wait: {eta}',
+  etaAbout: 'about {time}',
+  etaUnknown: 'working it out',
+  lottery: 'People waiting: {waiting}. Visitors are let in by lottery, so keep this page open.',
+  keepOpen: 'This page updates by itself and takes you to the site when it is your turn. Please keep it open.',
+  openingSoon: 'Opening soon',
+  opensIn: 'The site opens in {eta} ({time}).',
+  openingDraw: 'Everyone who arrives before the opening gets a place drawn at random then, so arriving early is no advantage.',
+  openingWaiting: 'People waiting: {waiting}.',
+  momentTitle: 'Just a moment',
+  checkingIntro: 'Checking your browser before you join the line — this takes a second.',
+  checking: 'Checking your browser…',
+  checkingProgress: 'Checking your browser… {percent}',
+  joining: 'Done, joining the line…',
+  noscriptJoin: 'This page joins the line by itself in {seconds} s.',
+  badGatewayTitle: 'Site unavailable',
+  badGatewayHeading: 'The site is not answering',
+  badGatewayText: 'Its server did not respond.',
+  timeoutTitle: 'Site too slow',
+  timeoutHeading: 'The site is taking too long',
+  timeoutText: 'Its server did not answer in time.',
+}

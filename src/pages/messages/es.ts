@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Spanish. */
+export const es: Messages = {
+  busyTitle: 'Mucha demanda, espere un momento',
+  busyHeading: 'Ahora mismo hay muchos visitantes',
+  busyText: 'Dejamos pasar a los visitantes poco a poco para que el sitio siga funcionando.',
+  retryIn: 'Esta página volverá a intentarlo sola en {seconds} s.',
+  tryNow: 'Intentar ahora',
+  inLine: 'Está en la fila',
+  place: 'Su lugar en la fila: {position} de {waiting}',
+  eta: 'Espera estimada: {eta}',
+  etaAbout: 'aproximadamente {time}',
+  etaUnknown: 'calculando',
+  lottery: 'Personas esperando: {waiting}. El acceso se sortea, así que mantenga esta página abierta.',
+  keepOpen: 'Esta página se actualiza sola y le llevará al sitio cuando sea su turno. Por favor, no la cierre.',
+  openingSoon: 'Abrimos enseguida',
+  opensIn: 'El sitio abre en {eta} ({time}).',
+  openingDraw: 'A quienes lleguen antes de la apertura se les asignará entonces un lugar por sorteo, así que llegar antes no da ninguna ventaja.',
+  openingWaiting: 'Personas esperando: {waiting}.',
+  momentTitle: 'Un momento',
+  checkingIntro: 'Estamos comprobando su navegador antes de que entre en la fila; solo tarda un segundo.',
+  checking: 'Comprobando su navegador…',
+  checkingProgress: 'Comprobando su navegador… {percent}',
+  joining: 'Listo, entrando en la fila…',
+  noscriptJoin: 'Esta página le pondrá en la fila por sí sola en {seconds} s.',
+  badGatewayTitle: 'Sitio no disponible',
+  badGatewayHeading: 'El sitio no responde',
+  badGatewayText: 'El servidor del sitio no ha respondido.',
+  timeoutTitle: 'Sitio demasiado lento',
+  timeoutHeading: 'El sitio está tardando demasiado',
+  timeoutText: 'El servidor del sitio no ha respondido a tiempo.',
+}

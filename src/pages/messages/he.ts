@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Hebrew. */
+export const he: Messages = {
+  busyTitle: 'עומס, נא להמתין',
+  busyHeading: 'יש עכשיו הרבה מבקרים',
+  busyText: 'אנחנו מכניסים מבקרים בקבוצות קטנות כדי שהאתר ימשיך לפעול.',
+  retryIn: 'הדף ינסה שוב מעצמו בעוד {seconds} שנ׳.',
+  tryNow: 'לנסות עכשיו',
+  inLine: 'אתם בתור',
+  place: 'המקום שלכם בתור: {position} מתוך {waiting}',
+  eta: 'זמן המתנה משוער: {eta}',
+  etaAbout: 'בערך {time}',
+  etaUnknown: 'בחישוב',
+  lottery: 'ממתינים: {waiting}. הכניסה נקבעת בהגרלה, אז כדאי להשאיר את הדף פתוח.',
+  keepOpen: 'הדף מתעדכן מעצמו ויעביר אתכם לאתר כשיגיע תורכם. נא להשאיר אותו פתוח.',
+  openingSoon: 'נפתחים בקרוב',
+  opensIn: 'האתר ייפתח בעוד {eta} ({time}).',
+  openingDraw: 'כל מי שמגיע לפני הפתיחה יקבל אז מקום בהגרלה, כך שאין יתרון בהגעה מוקדמת.',
+  openingWaiting: 'ממתינים: {waiting}.',
+  momentTitle: 'רק רגע',
+  checkingIntro: 'אנחנו בודקים את הדפדפן שלכם לפני ההצטרפות לתור. זה לוקח שנייה.',
+  checking: 'בודקים את הדפדפן…',
+  checkingProgress: 'בודקים את הדפדפן… {percent}',
+  joining: 'זהו, מצטרפים לתור…',
+  noscriptJoin: 'הדף יצרף אתכם לתור מעצמו בעוד {seconds} שנ׳.',
+  badGatewayTitle: 'האתר אינו זמין',
+  badGatewayHeading: 'האתר לא מגיב',
+  badGatewayText: 'השרת של האתר לא הגיב.',
+  timeoutTitle: 'האתר איטי מדי',
+  timeoutHeading: 'לאתר לוקח יותר מדי זמן',
+  timeoutText: 'השרת של האתר לא ענה בזמן.',
+}

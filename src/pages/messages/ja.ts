@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Japanese. */
+export const ja: Messages = {
+  busyTitle: 'ただいま混雑しています',
+  busyHeading: 'ただいまアクセスが集中しています',
+  busyText: 'サイトを安定して運営するため、少しずつご案内しています。',
+  retryIn: 'このページは {seconds} 秒後に自動で再読み込みします。',
+  tryNow: '今すぐ再読み込み',
+  inLine: 'ただいま順番待ちです',
+  place: 'あなたの順番：{position} 番目（{waiting} 人待ち）',
+  eta: '待ち時間の目安：{eta}',
+  etaAbout: '約{time}',
+  etaUnknown: '計算中',
+  lottery: '待っている人数：{waiting} 人。入場は抽選で決まりますので、このページを開いたままお待ちください。',
+  keepOpen: 'このページは自動で更新され、順番が来るとサイトへご案内します。このままページを開いておいてください。',
+  openingSoon: 'まもなくオープン',
+  opensIn: 'あと{eta}でオープンします（{time}）。',
+  openingDraw: 'オープン前にお越しの方の順番は、オープン時に抽選で決まります。早くお越しいただいても有利にはなりません。',
+  openingWaiting: '待っている人数：{waiting} 人。',
+  momentTitle: '少々お待ちください',
+  checkingIntro: '列に並ぶ前に、お使いのブラウザを確認しています。すぐに終わります。',
+  checking: 'ブラウザを確認しています…',
+  checkingProgress: 'ブラウザを確認しています… {percent}',
+  joining: '確認できました。列に並んでいます…',
+  noscriptJoin: 'このページは {seconds} 秒後に自動で列に並びます。',
+  badGatewayTitle: 'サイトに接続できません',
+  badGatewayHeading: 'サイトから応答がありません',
+  badGatewayText: 'サイトのサーバーが応答しませんでした。',
+  timeoutTitle: 'サイトの応答が遅れています',
+  timeoutHeading: 'サイトの応答に時間がかかっています',
+  timeoutText: 'サイトのサーバーから時間内に応答がありませんでした。',
+}

@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Dutch. */
+export const nl: Messages = {
+  busyTitle: 'Het is druk, even geduld',
+  busyHeading: 'Het is nu erg druk',
+  busyText: 'We laten steeds een paar bezoekers tegelijk binnen, zodat de site bereikbaar blijft.',
+  retryIn: 'Deze pagina probeert het over {seconds} s vanzelf opnieuw.',
+  tryNow: 'Nu opnieuw proberen',
+  inLine: 'U staat in de wachtrij',
+  place: 'Uw plek in de wachtrij: {position} van {waiting}',
+  eta: 'Geschatte wachttijd: {eta}',
+  etaAbout: 'ongeveer {time}',
+  etaUnknown: 'wordt berekend',
+  lottery: 'Wachtenden: {waiting}. Bezoekers worden via loting binnengelaten, dus houd deze pagina open.',
+  keepOpen: 'Deze pagina werkt zichzelf bij en brengt u naar de site zodra u aan de beurt bent. Laat haar dus open staan.',
+  openingSoon: 'We gaan zo open',
+  opensIn: 'De site gaat open over {eta} ({time}).',
+  openingDraw: 'Iedereen die er vóór de opening is, krijgt dan via loting een plek. Vroeg komen levert dus geen voordeel op.',
+  openingWaiting: 'Wachtenden: {waiting}.',
+  momentTitle: 'Een ogenblik',
+  checkingIntro: 'We controleren even uw browser voordat u in de wachtrij komt. Dit duurt maar een seconde.',
+  checking: 'Uw browser wordt gecontroleerd…',
+  checkingProgress: 'Uw browser wordt gecontroleerd… {percent}',
+  joining: 'Klaar, u komt in de wachtrij…',
+  noscriptJoin: 'Deze pagina zet u over {seconds} s vanzelf in de wachtrij.',
+  badGatewayTitle: 'Site niet bereikbaar',
+  badGatewayHeading: 'De site reageert niet',
+  badGatewayText: 'De server van de site gaf geen antwoord.',
+  timeoutTitle: 'Site te traag',
+  timeoutHeading: 'De site doet er te lang over',
+  timeoutText: 'De server van de site antwoordde niet op tijd.',
+}

@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Polish. */
+export const pl: Messages = {
+  busyTitle: 'Duży ruch, prosimy chwilę poczekać',
+  busyHeading: 'W tej chwili jest u nas bardzo dużo osób',
+  busyText: 'Wpuszczamy po kilka osób naraz, żeby strona działała bez przerw.',
+  retryIn: 'Ta strona sama spróbuje ponownie za {seconds} s.',
+  tryNow: 'Spróbuj teraz',
+  inLine: 'Jesteś w kolejce',
+  place: 'Twoje miejsce w kolejce: {position} z {waiting}',
+  eta: 'Szacowany czas oczekiwania: {eta}',
+  etaAbout: 'mniej więcej {time}',
+  etaUnknown: 'trwa obliczanie',
+  lottery: 'Osób w kolejce: {waiting}. O wejściu decyduje losowanie, więc nie zamykaj tej strony.',
+  keepOpen: 'Ta strona odświeża się sama i przeniesie Cię do serwisu, gdy nadejdzie Twoja kolej. Nie zamykaj jej.',
+  openingSoon: 'Zaraz otwieramy',
+  opensIn: 'Do otwarcia: {eta} ({time}).',
+  openingDraw: 'Każdy, kto pojawi się przed otwarciem, dostanie wtedy losowo przydzielone miejsce, więc wcześniejsze przyjście nic nie daje.',
+  openingWaiting: 'Osób w kolejce: {waiting}.',
+  momentTitle: 'Chwileczkę',
+  checkingIntro: 'Zanim dołączysz do kolejki, sprawdzamy Twoją przeglądarkę. To potrwa tylko sekundę.',
+  checking: 'Sprawdzanie przeglądarki…',
+  checkingProgress: 'Sprawdzanie przeglądarki… {percent}',
+  joining: 'Gotowe, dołączanie do kolejki…',
+  noscriptJoin: 'Ta strona sama doda Cię do kolejki za {seconds} s.',
+  badGatewayTitle: 'Strona niedostępna',
+  badGatewayHeading: 'Strona nie odpowiada',
+  badGatewayText: 'Serwer strony nie odpowiedział.',
+  timeoutTitle: 'Strona działa zbyt wolno',
+  timeoutHeading: 'Strona odpowiada zbyt długo',
+  timeoutText: 'Serwer strony nie odpowiedział na czas.',
+}

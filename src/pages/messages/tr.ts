@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Turkish. */
+export const tr: Messages = {
+  busyTitle: 'Yoğunluk var, lütfen bekleyin',
+  busyHeading: 'Şu anda çok fazla ziyaretçi var',
+  busyText: 'Sitenin ayakta kalması için ziyaretçileri birkaç kişi hâlinde içeri alıyoruz.',
+  retryIn: 'Bu sayfa {seconds} sn. sonra kendiliğinden yeniden deneyecek.',
+  tryNow: 'Şimdi dene',
+  inLine: 'Sıradasınız',
+  place: 'Sıradaki yeriniz: {position} / {waiting}',
+  eta: 'Tahmini bekleme süresi: {eta}',
+  etaAbout: 'yaklaşık {time}',
+  etaUnknown: 'hesaplanıyor',
+  lottery: 'Bekleyen kişi sayısı: {waiting}. Giriş kurayla belirleniyor; lütfen bu sayfayı açık tutun.',
+  keepOpen: 'Bu sayfa kendiliğinden güncellenir ve sıranız geldiğinde sizi siteye yönlendirir. Lütfen sayfayı kapatmayın.',
+  openingSoon: 'Birazdan açılıyoruz',
+  opensIn: 'Site {eta} sonra açılıyor ({time}).',
+  openingDraw: 'Açılıştan önce gelen herkese o anda kurayla bir yer verilir; yani erken gelmenin bir avantajı yoktur.',
+  openingWaiting: 'Bekleyen kişi sayısı: {waiting}.',
+  momentTitle: 'Bir saniye',
+  checkingIntro: 'Sıraya girmeden önce tarayıcınızı kontrol ediyoruz; bu yalnızca bir saniye sürer.',
+  checking: 'Tarayıcınız kontrol ediliyor…',
+  checkingProgress: 'Tarayıcınız kontrol ediliyor… {percent}',
+  joining: 'Tamam, sıraya alınıyorsunuz…',
+  noscriptJoin: 'Bu sayfa {seconds} sn. sonra sizi kendiliğinden sıraya alacak.',
+  badGatewayTitle: 'Site kullanılamıyor',
+  badGatewayHeading: 'Site yanıt vermiyor',
+  badGatewayText: 'Sitenin sunucusu yanıt vermedi.',
+  timeoutTitle: 'Site çok yavaş',
+  timeoutHeading: 'Sitenin yanıt vermesi çok uzun sürüyor',
+  timeoutText: 'Sitenin sunucusu zamanında yanıt vermedi.',
+}

@@ -1,0 +1,33 @@
+import type { Messages } from './types.js'
+
+/** Chinese (Simplified). */
+export const zh: Messages = {
+  busyTitle: '访问人数较多，请稍候',
+  busyHeading: '当前访问人数较多',
+  busyText: '为保证网站正常运行，我们会分批让访客进入。',
+  retryIn: '本页面将在 {seconds} 秒后自动重试。',
+  tryNow: '立即重试',
+  inLine: '您正在排队',
+  place: '您的排队位置：第 {position} 位，共 {waiting} 人',
+  eta: '预计等待：{eta}',
+  etaAbout: '约{time}',
+  etaUnknown: '正在计算',
+  lottery: '排队人数：{waiting}。入场顺序随机抽取，请保持此页面开启。',
+  keepOpen: '本页面会自动更新，轮到您时将自动进入网站。请不要关闭此页面。',
+  openingSoon: '即将开放',
+  opensIn: '网站将在{eta}后开放（{time}）。',
+  openingDraw: '开放前到达的所有访客届时将随机分配排队位置，因此提前到达并无优势。',
+  openingWaiting: '排队人数：{waiting}。',
+  momentTitle: '请稍候',
+  checkingIntro: '在您加入排队前，我们需要先检查您的浏览器，只需一秒钟。',
+  checking: '正在检查您的浏览器…',
+  checkingProgress: '正在检查您的浏览器… {percent}',
+  joining: '检查完成，正在加入排队…',
+  noscriptJoin: '本页面将在 {seconds} 秒后自动为您加入排队。',
+  badGatewayTitle: '网站暂时无法访问',
+  badGatewayHeading: '网站没有响应',
+  badGatewayText: '网站服务器没有响应。',
+  timeoutTitle: '网站响应过慢',
+  timeoutHeading: '网站响应时间过长',
+  timeoutText: '网站服务器未能及时响应。',
+}
