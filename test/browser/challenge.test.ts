@@ -102,7 +102,7 @@ describe('the challenge page', () => {
     expect(html).toContain('Checking your browser before you join the line — this takes a second.')
     expect(html).toContain(`<p id="c" role="status" aria-live="polite" data-challenge="${issued.challenge}" data-difficulty="17" data-progress="Checking your browser… {percent}" data-done="Done, joining the line…">`)
     expect(html).toContain('<noscript><meta http-equiv="refresh" content="15"></noscript>')
-    expect(html).toContain('<noscript><p>This page joins the line by itself in 15 seconds.</p></noscript>')
+    expect(html).toContain('<noscript><p>This page joins the line by itself in 15 s.</p></noscript>')
     expect(html).not.toMatch(/<img|<form|<input|<button/)
     const evil = renderChallengePage({ challenge: '"><script>x</script>', difficulty: 3, noscriptDelay: 1500, nonce: '"n"' })
     expect(evil).not.toContain('"><script>x')
