@@ -4,6 +4,7 @@
  */
 import { IncomingMessage, type ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
+import { varyWith } from './base/http.js'
 import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, handleFor, cookieList, runCommand } from './gate/handle.js'
@@ -143,7 +144,8 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
     }
     if (d.response !== undefined) {
       res.statusCode = d.response.status
-      for (const [k, v] of Object.entries(d.response.headers)) res.setHeader(k, v)
+      // Vary: joined to what the application already said it varies on (Origin, ...), not replaced.
+      for (const [k, v] of Object.entries(d.response.headers)) res.setHeader(k, k === 'vary' ? varyWith(res.getHeader('vary'), v) : v)
       res.end(d.response.body)
       return
     }

@@ -142,3 +142,23 @@ export function prefersJson(accept: string | string[] | undefined): boolean {
 export function headAnswer<T extends { headers: Readonly<Record<string, string>>; body: string }>(get: T): T {
   return { ...get, headers: { ...get.headers, 'content-length': String(Buffer.byteLength(get.body)) } }
 }
+
+/**
+ * A `Vary` value with `add`'s header names joined to those `existing` (a value set earlier by the
+ * application, e.g. `Origin`) already names: each name once, case-insensitively; `*` stays `*`.
+ */
+export function varyWith(existing: unknown, add: string): string {
+  const before = Array.isArray(existing) ? existing.join(', ') : typeof existing === 'string' ? existing : ''
+  if (before.trim() === '') return add
+  const names = before.split(',').map((n) => n.trim()).filter((n) => n !== '')
+  if (names.includes('*')) return '*'
+  const seen = new Set(names.map((n) => n.toLowerCase()))
+  for (const name of add.split(',')) {
+    const n = name.trim()
+    if (n !== '' && !seen.has(n.toLowerCase())) {
+      seen.add(n.toLowerCase())
+      names.push(n)
+    }
+  }
+  return names.join(', ')
+}

@@ -18,6 +18,7 @@ import { LEAVE_QUERY } from '../pages/left.js'
 import { COMMAND_HEADER, handleFor, cookieList, NO_HANDLE, runCommand } from '../gate/handle.js'
 import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
+import { varyWith } from '../base/http.js'
 import { received, knownKeys, unknownKeyMessage } from '../base/validate.js'
 
 /** Options of the Fastify plugin: the gate's options, plus `global`. */
@@ -141,7 +142,10 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     if (d.setCookie !== undefined) reply.header('set-cookie', d.setCookie)
     if (d.kind === 'admit' && d.headers !== undefined) reply.headers(d.headers)
     if (d.response !== undefined) {
-      reply.code(d.response.status).headers(d.response.headers).send(d.response.body)
+      // Vary: joined to what the application already said it varies on (Origin, ...), not replaced.
+      const { headers } = d.response
+      const vary = headers.vary !== undefined && reply.hasHeader('vary') ? varyWith(reply.getHeader('vary'), headers.vary) : undefined
+      reply.code(d.response.status).headers(vary === undefined ? headers : { ...headers, vary }).send(d.response.body)
       return
     }
     if (d.kind === 'admit' && d.slot !== undefined) {

@@ -1,9 +1,10 @@
 /**
  * A gate's own answers to requests it turns away: the busy decision (503 page or JSON), and what
- * the page builders get of a request (its method, `Accept`, the framework's request, a CSP nonce
+ * the page builders get of a request (its method, `Accept`, `Accept-Language`, the framework's request, a CSP nonce
  * from the user's `nonce` function). User functions (`skip`, `nonce`) that throw are logged once.
  */
 import { BusyAnswers } from '../pages/answers.js'
+import type { PageLanguages } from '../pages/language.js'
 import { guardedCall } from './decisions.js'
 import type { BusyDecision, GateLogger, RequestView } from './types.js'
 
@@ -18,8 +19,10 @@ export class GateAnswers<Req> {
     retryAfter: number,
     busyPage: ConstructorParameters<typeof BusyAnswers>[1],
     private readonly nonce: ((request: Req) => string | undefined) | undefined,
+    /** The built-in pages' languages (the `messages` option). */
+    readonly languages: PageLanguages,
   ) {
-    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'))
+    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'), languages)
   }
 
   /** Logs a page builder that threw (the built-in page is sent instead). */
@@ -35,7 +38,8 @@ export class GateAnswers<Req> {
   request(view: RequestView<Req>) {
     const nonce = this.nonce
     const makeNonce = () => (nonce === undefined ? undefined : this.userCall('nonce', nonce, view.request))
-    return { method: view.method, accept: view.headers.accept, request: view.request, nonce: makeNonce }
+    const headers = view.headers
+    return { method: view.method, accept: headers.accept, acceptLanguage: headers['accept-language'], request: view.request, nonce: makeNonce }
   }
 
   /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */

@@ -9,7 +9,8 @@ import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import { challengeJson, renderChallengePage, CHALLENGE_PAGE_CSP, SOLUTION_HEADER } from '../pages/challenge.js'
 import { headAnswer, prefersJson } from '../base/http.js'
-import type { AnswerRequest, GateResponse } from '../pages/answers.js'
+import { PageHeaders, type AnswerRequest, type GateResponse } from '../pages/answers.js'
+import { PageLanguages } from '../pages/language.js'
 import { challengeChannel, type ChallengeEvent } from '../base/events.js'
 import { newToken } from '../core/lease.js'
 import type { LinePlace } from '../pages/answers.js'
@@ -62,7 +63,7 @@ export class Door {
   private readonly open: Signer
   private readonly shadow: Signer
   private readonly json: Readonly<Record<string, string>>
-  private readonly html: Readonly<Record<string, string>>
+  private readonly html: PageHeaders
 
   constructor(
     private readonly gate: string,
@@ -70,13 +71,15 @@ export class Door {
     secrets: readonly string[],
     /** The door cookie's name. */
     readonly cookieName: string,
+    /** The challenge page's languages. */
+    private readonly languages: PageLanguages = new PageLanguages(),
   ) {
     this.challenges = new Challenges(gate, secrets, settings)
     this.open = createSigner({ secrets, context: 'airlock-door', maxLength: TICKET_MAX_LENGTH })
     this.shadow = createSigner({ secrets, context: 'airlock-shadow', maxLength: TICKET_MAX_LENGTH })
     const common = { 'cache-control': 'no-store', vary: 'Accept' }
     this.json = Object.freeze({ ...common, 'content-type': 'application/json; charset=utf-8' })
-    this.html = Object.freeze({ ...common, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CHALLENGE_PAGE_CSP })
+    this.html = new PageHeaders({ ...common, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CHALLENGE_PAGE_CSP })
   }
 
   /** The door's verdict on a request that carries no valid ticket. */
@@ -145,14 +148,12 @@ export class Door {
   /** The challenge for `visitorId`: `202` with the page that solves it, or JSON for API clients. */
   private answer(visitorId: string, r: AnswerRequest, now: number): { response: GateResponse; difficulty: number } {
     const issued = this.challenges.issue(visitorId, now, this.difficulty(now))
-    const build = (): GateResponse =>
-      prefersJson(r.accept)
-        ? { status: 202, headers: this.json, body: challengeJson(issued.challenge, issued.difficulty, issued.expiresAt) }
-        : {
-            status: 202,
-            headers: this.html,
-            body: renderChallengePage({ ...issued, noscriptDelay: this.settings.noscriptDelay, nonce: r.nonce() }),
-          }
+    const build = (): GateResponse => {
+      if (prefersJson(r.accept)) return { status: 202, headers: this.json, body: challengeJson(issued.challenge, issued.difficulty, issued.expiresAt) }
+      const language = this.languages.pick(r.acceptLanguage)
+      const body = renderChallengePage({ ...issued, noscriptDelay: this.settings.noscriptDelay, nonce: r.nonce() }, language)
+      return { status: 202, headers: this.html.of(language), body }
+    }
     const get = build()
     return { response: r.method === 'HEAD' ? headAnswer(get) : get, difficulty: issued.difficulty }
   }

@@ -118,7 +118,7 @@ export class Gate<Req = unknown> {
       s.secrets,
       this.sem,
     )
-    const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce))
+    const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce, s.languages))
     const share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl)
     const loss = new LossWatch(s.store, s.name, s.logger, s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl)
     const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, control, share, loss }

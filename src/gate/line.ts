@@ -6,6 +6,7 @@ import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import { received, duration, inMs, knownKeys } from '../base/validate.js'
 import { LineAnswers, type LinePlace } from '../pages/answers.js'
+import type { PageLanguages } from '../pages/language.js'
 import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
 import type { Opening } from './live-control.js'
 import { challengeSettings } from './challenge.js'
@@ -40,6 +41,8 @@ export class GateLine {
       secrets: readonly string[]
       ticketCookieName: string
       onPageError: (err: unknown) => void
+      /** The built-in pages' languages. */
+      languages?: PageLanguages
     },
   ) {
     const q: GateQueueOptions = queue === true ? {} : queue
@@ -78,12 +81,13 @@ export class GateLine {
       { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval },
       q.page,
       settings.onPageError,
+      settings.languages,
     )
     this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: inMs(settings.ttl), store: settings.store, ...line })
     this.ticketCookieName = settings.ticketCookieName
     this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })
     const challenge = challengeSettings(q.challenge)
-    this.door = challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`)
+    this.door = challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`, settings.languages)
   }
 
   /** The visitor id of the first valid ticket of this gate in the `Cookie` header, if any. */

@@ -11,6 +11,7 @@ import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
 import { received, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
+import { PageLanguages } from '../pages/language.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
 import { PathMatcher } from './bypass.js'
 import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'
@@ -61,6 +62,8 @@ export interface GateSettings<Req> {
   skip: ((request: Req) => boolean) | undefined
   busyPage: BusyPage | undefined
   nonce: ((request: Req) => string | undefined) | undefined
+  /** The built-in pages' languages: the built-in catalogue with the `messages` option applied. */
+  languages: PageLanguages
   /** Checked by the line itself (`GateLine`); here only its presence and the mode. */
   queue: true | GateQueueOptions | undefined
   /** Each client's share (session mode; `undefined`: off). */
@@ -129,6 +132,7 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     skip: functionOption('skip', o.skip, '(request) => boolean'),
     busyPage: busyPageOption(o.busyPage),
     nonce: functionOption('nonce', o.nonce, '(request) => string'),
+    languages: new PageLanguages(o.messages),
     queue,
     share: shareOption(o.clientShare, mode),
     clientKey: functionOption('clientKey', o.clientKey, '(request) => string | undefined'),

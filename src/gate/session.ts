@@ -17,11 +17,9 @@ import type { ClientShare } from '../stores/types.js'
 import type { Passes } from './passes.js'
 import { Flow, type GateParts } from './flow.js'
 import type { AdmitDecision, GateDecision, RequestView } from './types.js'
-import { LEAVE_QUERY, LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from '../pages/left.js'
+import { LEAVE_QUERY } from '../pages/left.js'
 import { pathOf } from './bypass.js'
 
-const LEFT_HTML_HEADERS = Object.freeze({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': LEFT_PAGE_CSP })
-const LEFT_JSON_HEADERS = Object.freeze({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
 const CROSS_SITE: GateResponse = Object.freeze({
   status: 403,
   headers: Object.freeze({ 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }),
@@ -62,6 +60,7 @@ export class SessionFlow<Req> extends Flow<Req> {
             secrets: s.secrets,
             ticketCookieName: s.ticketCookieName,
             onPageError: parts.answers.pageError('queue.page'),
+            languages: s.languages,
           })
   }
 
@@ -105,10 +104,7 @@ export class SessionFlow<Req> extends Flow<Req> {
         this.guard.logFailure(err, 'leave the line')
       }
     }
-    const json = prefersJson(view.headers.accept)
-    const response: GateResponse = json
-      ? { status: 200, headers: LEFT_JSON_HEADERS, body: LEFT_JSON }
-      : { status: 200, headers: LEFT_HTML_HEADERS, body: renderLeftPage(pathOf(view.url)) }
+    const response = line.answers.left(this.answers.request(view), pathOf(view.url))
     return { kind: 'bypass', setCookie: `${line.ticketCookieName}=${this.passes.secureTail(this.s.cookie.clearTail, view.secure)}`, response }
   }
 

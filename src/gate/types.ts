@@ -7,6 +7,7 @@ import type { ControlState } from '../core/control.js'
 import type { Store } from '../stores/types.js'
 import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
+import type { MessagesOption } from '../pages/language.js'
 import type { Duration } from '../base/validate.js'
 import type { ClientShareOptions, GateQueueOptions } from './option-types.js'
 import type { AdaptiveState, InstanceReport } from './status-types.js'
@@ -107,6 +108,15 @@ export interface GateOptions<Req = unknown> {
   /** A CSP nonce for the built-in busy page's script and style (else allow them by hash). */
   nonce?: (request: Req) => string | undefined
   /**
+   * The built-in pages' words (busy, waiting, challenge; the proxy's 502/504), by language tag,
+   * added to or changing the built-in languages (en, de, fr, es, it, pt, nl, pl, tr, ru, uk, ar,
+   * he, zh, ja). Each page speaks the visitor's language by `Accept-Language` (English when none
+   * fits). A tag with a shorter tag in the catalogue (`pt-BR`: `pt`) may change some messages; a
+   * new language (`sv`) gives every one. Checked at startup. See "Languages" in docs/gate.md.
+   * Example: `{ de: { busyHeading: 'Gerade ist Hochbetrieb' }, sv: { ...allMessages } }`.
+   */
+  messages?: MessagesOption
+  /**
    * When the store fails or is slower than `storeTimeout`. `'local'` (default): this instance admits
    * up to its share of the limit (the limit over the instances reporting to the store; all of it
    * when alone), counting what it already let in, so the backend never sees more than the limit.
@@ -180,6 +190,8 @@ export interface RequestView<Req = unknown> {
   headers: {
     cookie?: string | string[] | undefined
     accept?: string | string[] | undefined
+    /** The built-in pages' language (read only when one is rendered). */
+    'accept-language'?: string | string[] | undefined
     /** Sent by the waiting page's polls. */
     'x-airlock-poll'?: string | string[] | undefined
     /** The challenge page's solution (`queue.challenge`). */
@@ -323,6 +335,7 @@ const OPTION_KEYS = [
   'skip',
   'busyPage',
   'nonce',
+  'messages',
   'onStoreError',
   'storeTimeout',
   'logger',

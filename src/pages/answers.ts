@@ -5,6 +5,8 @@
  */
 import { headAnswer, prefersJson } from '../base/http.js'
 import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
+import { PageLanguages, type PageLanguage } from './language.js'
+import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
 import { ADMITTED_JSON, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
 
 /** A response the gate gives instead of the route (busy, queued, ...). */
@@ -24,6 +26,8 @@ export interface GateResponse {
 export interface AnswerRequest {
   method: string
   accept: string | string[] | undefined
+  /** Its `Accept-Language`: read only when a built-in page is rendered. */
+  acceptLanguage: string | string[] | undefined
   /** The framework's request, handed to custom pages. */
   request: unknown
   /** The CSP nonce for this request, asked only when a page is rendered. */
@@ -40,6 +44,25 @@ export const CONFIRMED: GateResponse = Object.freeze({
   body: '',
 })
 
+/**
+ * The headers of a built-in page in each language: `base` with `Content-Language` and `Vary:
+ * Accept, Accept-Language`, made once per language.
+ */
+export class PageHeaders {
+  readonly #byLanguage = new Map<PageLanguage, Readonly<Record<string, string>>>()
+
+  constructor(private readonly base: Readonly<Record<string, string>>) {}
+
+  of(language: PageLanguage): Readonly<Record<string, string>> {
+    let headers = this.#byLanguage.get(language)
+    if (headers === undefined) {
+      const vary = this.base.vary === undefined ? 'Accept-Language' : `${this.base.vary}, Accept-Language`
+      this.#byLanguage.set(language, (headers = Object.freeze({ ...this.base, vary, 'content-language': language.tag })))
+    }
+    return headers
+  }
+}
+
 function answer(r: AnswerRequest, build: () => GateResponse): GateResponse {
   const get = build()
   return r.method === 'HEAD' ? headAnswer(get) : get
@@ -49,7 +72,7 @@ function answer(r: AnswerRequest, build: () => GateResponse): GateResponse {
 export class BusyAnswers {
   private readonly json: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
-  private readonly builtIn: Readonly<Record<string, string>>
+  private readonly builtIn: PageHeaders
   private readonly jsonBody: string
   private readonly shareJsonBody: string
 
@@ -58,11 +81,13 @@ export class BusyAnswers {
     private readonly page: BusyPage | undefined,
     /** Told when a custom page throws (the built-in page is sent instead). */
     private readonly onPageError: (err: unknown) => void,
+    /** The built-in page's languages. */
+    private readonly languages: PageLanguages = new PageLanguages(),
   ) {
     const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept' }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
-    this.builtIn = Object.freeze({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
+    this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
     this.jsonBody = busyJson(retryAfter)
     this.shareJsonBody = busyJson(retryAfter, 'client-share')
   }
@@ -72,7 +97,10 @@ export class BusyAnswers {
     return answer(r, () => {
       if (prefersJson(r.accept)) return { status: 503, headers: this.json, body: reason === undefined ? this.jsonBody : this.shareJsonBody }
       const nonce = r.nonce()
-      const builtIn = (): GateResponse => ({ status: 503, headers: this.builtIn, body: renderBusyPage(this.retryAfter, nonce) })
+      const builtIn = (): GateResponse => {
+        const language = this.languages.pick(r.acceptLanguage)
+        return { status: 503, headers: this.builtIn.of(language), body: renderBusyPage(this.retryAfter, nonce, language) }
+      }
       if (this.page === undefined) return builtIn()
       try {
         const body = typeof this.page === 'string' ? this.page : String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce }))
@@ -98,19 +126,23 @@ export interface LinePlace {
 export class LineAnswers {
   private readonly json: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
-  private readonly builtIn: Readonly<Record<string, string>>
+  private readonly builtIn: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
+  private readonly leftHeaders: PageHeaders
 
   constructor(
     private readonly settings: { order: 'fifo' | 'random'; pollInterval: number; keepAliveInterval: number },
     private readonly page: WaitingPage | undefined,
     private readonly onPageError: (err: unknown) => void,
+    /** The built-in page's languages. */
+    private readonly languages: PageLanguages = new PageLanguages(),
   ) {
     const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept' }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
-    this.builtIn = Object.freeze({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
+    this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
     this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
+    this.leftHeaders = new PageHeaders({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
   }
 
   /** `202` with the waiting page, or JSON when the client prefers it or is the page polling (`poll`). */
@@ -133,8 +165,16 @@ export class LineAnswers {
           this.onPageError(err)
         }
       }
-      return { status: 202, headers: this.builtIn, body: renderWaitingPage(context) }
+      const language = this.languages.pick(r.acceptLanguage)
+      return { status: 202, headers: this.builtIn.of(language), body: renderWaitingPage(context, language) }
     })
+  }
+
+  /** After "Leave the line": `200` with the page that says so (in the visitor's language), or `{"status":"left"}`. */
+  left(r: AnswerRequest, path: string): GateResponse {
+    if (prefersJson(r.accept)) return { status: 200, headers: this.admittedHeaders, body: LEFT_JSON }
+    const language = this.languages.pick(r.acceptLanguage)
+    return { status: 200, headers: this.leftHeaders.of(language), body: renderLeftPage(path, language) }
   }
 
   /** What a polling waiting page gets once admitted (with the pass cookie): it then reloads. */

@@ -1,4 +1,7 @@
-import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
+import { BASE_STYLE, escapeHtml, inlineHashes, pageCsp } from './csp.js'
+import { ENGLISH, type PageLanguage } from './language.js'
+
+export { escapeHtml } from './csp.js'
 
 /** What a custom `busyPage` function receives. */
 export interface BusyPageContext {
@@ -37,10 +40,6 @@ export const busyPageHashes = inlineHashes(BUSY_PAGE_SCRIPT, BUSY_PAGE_STYLE)
 /** The policy sent with the built-in page: nothing but its own script and style. */
 export const BUSY_PAGE_CSP = pageCsp(busyPageHashes)
 
-/** Escapes text for HTML content and attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-}
 
 /**
  * The page's retry delay in whole seconds: `retryAfter` jittered to 0.5x..1.5x (rounded, at least
@@ -54,22 +53,22 @@ export function busyPageDelay(retryAfter: number): string {
 }
 
 /**
- * The built-in busy page (under 2 KB, no external assets). It shows the delay after which it tries
+ * The built-in busy page (under 2 KB, no external assets) in `language` (default English). It shows the delay after which it tries
  * again ({@link busyPageDelay}), counts it down with JS and reloads at zero; without JS, a
  * `<noscript>` meta refresh reloads after the same delay.
  */
-export function renderBusyPage(retryAfter: number, nonce?: string): string {
+export function renderBusyPage(retryAfter: number, nonce?: string, language: PageLanguage = ENGLISH): string {
   const n = nonce === undefined ? '' : ` nonce="${escapeHtml(nonce)}"`
   const delay = busyPageDelay(retryAfter)
   return (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    `<!doctype html><html${language.htmlAttributes}><head><meta charset="utf-8">` +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
-    '<title>Busy, please wait</title>' +
+    `<title>${language.html('busyTitle')}</title>` +
     `<noscript><meta http-equiv="refresh" content="${delay}"></noscript>` +
     `<style${n}>${BUSY_PAGE_STYLE}</style></head><body><main>` +
-    '<h1>Lots of visitors right now</h1>' +
-    `<p>We let people in a few at a time so the site stays up. This page tries again by itself in <b id="s">${delay}</b> s.</p>` +
-    '<p><a href="">Try now</a></p>' +
+    `<h1>${language.html('busyHeading')}</h1>` +
+    `<p>${language.html('busyText')} ${language.html('retryIn', { seconds: `<b id="s">${delay}</b>` })}</p>` +
+    `<p><a href="">${language.html('tryNow')}</a></p>` +
     `</main><script${n}>${BUSY_PAGE_SCRIPT}</script></body></html>`
   )
 }

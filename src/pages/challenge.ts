@@ -1,5 +1,5 @@
-import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
-import { escapeHtml } from './busy.js'
+import { BASE_STYLE, escapeHtml, inlineHashes, pageCsp } from './csp.js'
+import { ENGLISH, type PageLanguage } from './language.js'
 
 /** The request header carrying a solution: `<challenge> <nonce>` (see src/gate/challenge.ts). */
 export const SOLUTION_HEADER = 'x-airlock-solution'
@@ -47,8 +47,9 @@ export const CHALLENGE_SOLVER =
 export const CHALLENGE_WORKER_SCRIPT = `(${CHALLENGE_SOLVER})(self)`
 
 /**
- * The challenge page's script (static, allowed by hash; settings come from the `data-` attributes
- * of `#c`, the status line). The flow:
+ * The challenge page's script (static, the same in every language, allowed by hash; settings and
+ * words come from the `data-` attributes of `#c`, the status line: `data-progress` with
+ * `{percent}`, formatted by `Intl` in the page's `lang`, and `data-done`). The flow:
  * 1. It starts one Web Worker per core (at most 4) from a Blob of {@link CHALLENGE_WORKER_SCRIPT}
  *    (built from the solver's own text, so the solver is in the page once); worker i of k tries
  *    the counters i, i + k, ... Without Worker support (or if a worker fails) it solves on the
@@ -64,11 +65,12 @@ export const CHALLENGE_WORKER_SCRIPT = `(${CHALLENGE_SOLVER})(self)`
 export const CHALLENGE_PAGE_SCRIPT =
   `(()=>{var F=${CHALLENGE_SOLVER},s=document.getElementById("c"),c=s.dataset.challenge,d=+s.dataset.difficulty,` +
   'a=Date.now(),N=0,k=Math.min(navigator.hardwareConcurrency||1,4),V=[],z,i,w,u;' +
-  'function tell(t){N+=t;if(Date.now()-a>1e3){a=Date.now();s.textContent="Checking your browser… "+(100-100*Math.exp(-N/2**d)|0)+"%"}}' +
+  'function tell(t){N+=t;if(Date.now()-a>1e3){a=Date.now();s.textContent=s.dataset.progress.replace("{percent}",' +
+  'new Intl.NumberFormat(document.documentElement.lang,{style:"percent"}).format((100-100*Math.exp(-N/2**d)|0)/100))}}' +
   'function stop(){V&&V.map(w=>w.terminate());V=0}' +
   'function here(){if(V){stop();F(window).solve(c,d,0,1,tell,done,setTimeout)}}' +
   'function go(){location.reload()}' +
-  'function done(n){if(!z){z=1;stop();s.textContent="Done, joining the line…";' +
+  'function done(n){if(!z){z=1;stop();s.textContent=s.dataset.done;' +
   'fetch("",{headers:{"X-Airlock-Solution":c+" "+n}}).then(go,go)}}' +
   'try{u=URL.createObjectURL(new Blob(["("+F+")(self)"],{type:"text/javascript"}));' +
   'for(i=0;i<k;i++){V.push(w=new Worker(u));w.onmessage=m=>(m=m.data)<0?tell(-m):done(m);' +
@@ -101,23 +103,24 @@ export interface ChallengePageContext {
 }
 
 /**
- * The challenge page (under 3 KB, no external assets, no puzzle for the visitor): a status line
- * that {@link CHALLENGE_PAGE_SCRIPT} updates while the browser works, then the waiting page.
- * Without JavaScript, a `<noscript>` meta refresh reloads it after `noscriptDelay`, when the gate
- * lets the visitor into the line.
+ * The challenge page (under 3.5 KB, no external assets, no puzzle for the visitor) in `language`
+ * (default English): a status line that {@link CHALLENGE_PAGE_SCRIPT} updates while the browser
+ * works, then the waiting page. Without JavaScript, a `<noscript>` meta refresh reloads it after
+ * `noscriptDelay`, when the gate lets the visitor into the line.
  */
-export function renderChallengePage(context: ChallengePageContext): string {
+export function renderChallengePage(context: ChallengePageContext, language: PageLanguage = ENGLISH): string {
+  const l = language
   const n = context.nonce === undefined ? '' : ` nonce="${escapeHtml(context.nonce)}"`
   const seconds = Math.ceil(context.noscriptDelay / 1000)
   return (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    `<!doctype html><html${l.htmlAttributes}><head><meta charset="utf-8">` +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
-    `<title>Just a moment</title><noscript><meta http-equiv="refresh" content="${seconds}"></noscript>` +
+    `<title>${l.html('momentTitle')}</title><noscript><meta http-equiv="refresh" content="${seconds}"></noscript>` +
     `<style${n}>${CHALLENGE_PAGE_STYLE}</style></head><body>` +
-    '<main><h1>Just a moment</h1><p>Checking your browser before you join the line — this takes a second.</p>' +
+    `<main><h1>${l.html('momentTitle')}</h1><p>${l.html('checkingIntro')}</p>` +
     `<p id="c" role="status" aria-live="polite" data-challenge="${escapeHtml(context.challenge)}" ` +
-    `data-difficulty="${Number(context.difficulty)}">Checking your browser…</p>` +
-    `<noscript><p>This page joins the line by itself in ${seconds} seconds.</p></noscript>` +
+    `data-difficulty="${Number(context.difficulty)}" data-progress="${l.html('checkingProgress')}" data-done="${l.html('joining')}">${l.html('checking')}</p>` +
+    `<noscript><p>${l.html('noscriptJoin', { seconds: l.number(seconds) })}</p></noscript>` +
     `</main><script${n}>${CHALLENGE_PAGE_SCRIPT}</script></body></html>`
   )
 }

@@ -23,3 +23,8 @@ export function pageCsp(hashes: { script: string; style: string }, extra = ''): 
     `base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
   )
 }
+
+/** Escapes text for HTML content and attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}

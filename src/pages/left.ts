@@ -4,6 +4,7 @@
  */
 import { BUSY_PAGE_STYLE } from './busy.js'
 import { inlineHashes, pageCsp } from './csp.js'
+import { ENGLISH, type PageLanguage } from './language.js'
 
 /** The query of the waiting page's "Leave the line" form (a POST to the page's own address). */
 export const LEAVE_QUERY = '?__airlock=leave'
@@ -12,14 +13,14 @@ export const LEAVE_QUERY = '?__airlock=leave'
 export const LEFT_PAGE_CSP = pageCsp(inlineHashes('', BUSY_PAGE_STYLE), '')
 
 /** The page after leaving, linking back to `path` (the page the visitor waited for). */
-export function renderLeftPage(path: string): string {
-  const back = path.replace(/[^A-Za-z0-9/._~%!$&'()*+,;=:@-]/g, encodeURIComponent).replace(/'/g, '%27')
+export function renderLeftPage(path: string, l: PageLanguage = ENGLISH): string {
+  const back = path.replace(/[^A-Za-z0-9/._~%!$&()*+,;=:@-]/g, encodeURIComponent).replace(/'/g, '%27')
   return (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    `<!doctype html><html${l.htmlAttributes}><head><meta charset="utf-8">` +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
-    `<title>You left the line</title><style>${BUSY_PAGE_STYLE}</style></head><body><main>` +
-    '<h1>You left the line</h1><p>Your place was given to the next visitor. You can close this tab.</p>' +
-    `<p><a href='${back}'>Join the line again</a> (at the back).</p></main></body></html>`
+    `<title>${l.html('leftTitle')}</title><style>${BUSY_PAGE_STYLE}</style></head><body><main>` +
+    `<h1>${l.html('leftTitle')}</h1><p>${l.html('leftText')}</p>` +
+    `<p><a href='${back}'>${l.html('joinAgain')}</a></p></main></body></html>`
   )
 }
 

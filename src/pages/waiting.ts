@@ -1,5 +1,5 @@
-import { BASE_STYLE, inlineHashes, pageCsp } from './csp.js'
-import { escapeHtml } from './busy.js'
+import { BASE_STYLE, escapeHtml, inlineHashes, pageCsp } from './csp.js'
+import { ENGLISH, type PageLanguage } from './language.js'
 import { LEAVE_QUERY } from './left.js'
 
 /** What the waiting page (built-in or custom) is rendered from. */
@@ -36,18 +36,22 @@ export type WaitingPage = (context: WaitingPageContext) => string
  * count and the estimate; while the tab is hidden it only polls at the keep-alive interval (to keep
  * its place) and polls at once when shown again. Any answer other than 202 (admitted: 200; busy:
  * 503) loads the page again, as a GET; so does the first answer after a scheduled opening (the
- * countdown page becomes the page with the place in line). Static, so it can be allowed by hash; settings come from the
- * `data-` attributes of `#q`.
+ * countdown page becomes the page with the place in line). Static (the same in every language), so
+ * it can be allowed by hash: settings and words come from the `data-` attributes of `#q`
+ * (`data-about`: the estimate with `{time}`, `data-unknown`: the estimate while unknown), numbers
+ * and durations are formatted by `Intl` in the page's `lang`.
  */
 export const WAITING_PAGE_SCRIPT =
-  '(function(){var q=document.getElementById("q"),P=+q.dataset.poll||2e3,K=+q.dataset.keep||1e4,t;' +
+  '(function(){var q=document.getElementById("q"),D=q.dataset,P=+D.poll||2e3,K=+D.keep||1e4,L=document.documentElement.lang||"en",t;' +
   'function go(){location.replace(location.href.split("#")[0])}' +
+  'function f(v,o){try{return new Intl.NumberFormat(L,o).format(v)}catch(x){return""+v}}' +
   'function put(i,v){var e=document.getElementById(i);if(e&&v!=null&&e.textContent!=String(v))e.textContent=v}' +
-  'function eta(s){return s==null?"working it out":s<60?"about "+s+" s":"about "+Math.round(s/60)+" min"}' +
+  'function eta(s){var m=s>=60;return s==null?D.unknown:D.about.replace("{time}",f(m?Math.round(s/60):s,{style:"unit",unit:m?"minute":"second",unitDisplay:"long"}))}' +
   'function next(){clearTimeout(t);t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
   'function poll(){clearTimeout(t);fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
   'cache:"no-store",credentials:"same-origin"}).then(function(r){if(r.status!==202)return go();' +
-  'return r.json().then(function(j){if(q.dataset.opens&&!j.opensAt)return go();put("p",j.position);put("w",j.waiting);put("e",eta(j.eta));next()})}).catch(next)}' +
+  'return r.json().then(function(j){if(D.opens&&!j.opensAt)return go();' +
+  'put("p",j.position==null?null:f(j.position));put("w",f(j.waiting));put("e",eta(j.eta));next()})}).catch(next)}' +
   'document.addEventListener("visibilitychange",function(){if(!document.hidden)poll()});next()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */
@@ -63,44 +67,48 @@ export const waitingPageHashes = inlineHashes(WAITING_PAGE_SCRIPT, WAITING_PAGE_
 /** The policy sent with the built-in page: its own script and style, and polls to its own origin. */
 export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; ").replace("form-action 'none'", "form-action 'self'")
 
-/** An estimated wait for people: `about 31 s`, `about 4 min`, or `working it out` while unknown. */
-export function describeEta(seconds: number | null): string {
-  if (seconds === null) return 'working it out'
-  return seconds < 60 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`
+/** An estimated wait for people: `about 31 seconds`, `about 4 minutes`, or `working it out` while unknown (in `language`). */
+export function describeEta(seconds: number | null, language: PageLanguage = ENGLISH): string {
+  return language.eta(seconds)
 }
 
 /**
- * The built-in waiting page (under 2 KB, no external assets): the place in line (or, in random
- * order, how many are waiting) and the estimated wait, updated live by {@link WAITING_PAGE_SCRIPT}.
- * Without JavaScript, a `<noscript>` meta refresh reloads it every poll interval (plus up to a
- * second of jitter), which also keeps the place.
+ * The built-in waiting page (under 2.5 KB in every built-in language, no external assets) in `language` (default English): the
+ * place in line (or, in random order, how many are waiting) and the estimated wait, updated live by
+ * {@link WAITING_PAGE_SCRIPT}. Without JavaScript, a `<noscript>` meta refresh reloads it every
+ * poll interval (plus up to a second of jitter), which also keeps the place.
  */
-export function renderWaitingPage(context: Omit<WaitingPageContext, 'request' | 'opensAt'> & { opensAt?: number | null }): string {
+export function renderWaitingPage(
+  context: Omit<WaitingPageContext, 'request' | 'opensAt'> & { opensAt?: number | null },
+  language: PageLanguage = ENGLISH,
+): string {
+  const l = language
   const opensAt = context.opensAt ?? null
   const n = context.nonce === undefined ? '' : ` nonce="${escapeHtml(context.nonce)}"`
   const noJsDelay = Math.ceil(context.pollInterval / 1000) + Math.floor(Math.random() * 2)
+  const eta = escapeHtml(l.eta(context.eta))
   const place =
     opensAt !== null
-      ? `<p>The site opens in <b id="e">${escapeHtml(describeEta(context.eta))}</b> ` +
-        `(${escapeHtml(new Date(opensAt).toUTCString())}).</p>` +
-        '<p>Everyone who arrives before the opening gets a place drawn at random then, so arriving early is no ' +
-        `advantage. <span id="w">${context.waiting}</span> people are waiting.</p>`
+      ? `<p>${l.html('opensIn', { eta: `<b id="e">${eta}</b>`, time: escapeHtml(l.date(opensAt)) })}</p>` +
+        `<p>${l.html('openingDraw')} ${l.html('openingWaiting', { waiting: `<span id="w">${l.number(context.waiting)}</span>` })}</p>`
       : context.order === 'fifo' && context.position !== null
-      ? `<p>Your place in line: <b id="p">${context.position}</b> of <span id="w">${context.waiting}</span></p>` +
-        `<p>Estimated wait: <span id="e">${escapeHtml(describeEta(context.eta))}</span></p>`
-      : `<p><b id="w">${context.waiting}</b> people are waiting. Visitors are let in by lottery, so keep this page open.</p>`
+        ? `<p>${l.html('place', { position: `<b id="p">${l.number(context.position)}</b>`, waiting: `<span id="w">${l.number(context.waiting)}</span>` })}</p>` +
+          `<p>${l.html('eta', { eta: `<span id="e">${eta}</span>` })}</p>`
+        : `<p>${l.html('lottery', { waiting: `<b id="w">${l.number(context.waiting)}</b>` })}</p>`
+  const title = l.html(opensAt !== null ? 'openingSoon' : 'inLine')
   return (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    `<!doctype html><html${l.htmlAttributes}><head><meta charset="utf-8">` +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
-    `<title>${opensAt !== null ? 'Opening soon' : 'You are in line'}</title>` +
+    `<title>${title}</title>` +
     `<noscript><meta http-equiv="refresh" content="${noJsDelay}"></noscript>` +
     `<style${n}>${WAITING_PAGE_STYLE}</style></head><body>` +
-    `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}"${opensAt !== null ? ' data-opens="1"' : ''}>` +
-    `<h1>${opensAt !== null ? 'Opening soon' : 'You are in line'}</h1>` +
+    `<main id="q" data-poll="${context.pollInterval}" data-keep="${context.keepAliveInterval}"${opensAt !== null ? ' data-opens="1"' : ''} ` +
+    `data-about="${l.html('etaAbout')}" data-unknown="${l.html('etaUnknown')}">` +
+    `<h1>${title}</h1>` +
     // A screen reader hears a new place or wait once, when it changes (the script writes only changes).
     `<div aria-live="polite">${place}</div>` +
-    '<p>This page updates by itself and takes you to the site when it is your turn. Please keep it open.</p>' +
-    `<form method="post" action="${LEAVE_QUERY}"><button type="submit">Leave the line</button></form>` +
+    `<p>${l.html('keepOpen')}</p>` +
+    `<form method="post" action="${LEAVE_QUERY}"><button type="submit">${l.html('leave')}</button></form>` +
     `</main><script${n}>${WAITING_PAGE_SCRIPT}</script></body></html>`
   )
 }

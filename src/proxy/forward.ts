@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { prefersJson } from '../base/http.js'
+import { PageLanguages } from '../pages/language.js'
 import { originErrorHeaders, originErrorJson, originErrorPage } from '../pages/origin.js'
 import { responseHeaderList } from './headers.js'
 
@@ -52,6 +53,8 @@ class Exchange {
     private readonly beforeHead: BeforeHead,
     timeout: number,
     private readonly finish: (outcome: Outcome) => void,
+    /** The 502/504 pages' languages. */
+    private readonly languages: PageLanguages,
   ) {
     this.#timer = setTimeout(() => {
       this.#timedOut = true
@@ -111,7 +114,7 @@ class Exchange {
     } else {
       const timeout = this.#timedOut || (code !== undefined && TIMEOUTS.has(code))
       o.error = timeout ? 'timeout' : 'refused'
-      answerOriginError(this.req, this.res, timeout ? 504 : 502)
+      answerOriginError(this.req, this.res, timeout ? 504 : 502, this.languages)
     }
     this.#end()
   }
@@ -129,9 +132,12 @@ export class Forwarder {
   readonly #pool: Pool
   readonly #prefix: string
   readonly #timeout: number
+  readonly #languages: PageLanguages
 
-  constructor(undici: Undici, target: URL, timeout: number) {
+  /** `languages`: the 502/504 pages' (the `messages` option applied). */
+  constructor(undici: Undici, target: URL, timeout: number, languages: PageLanguages = new PageLanguages()) {
     this.#timeout = timeout
+    this.#languages = languages
     // undici's own timers tick every half second: the wait for the answer's headers is timed here
     // (to the millisecond), theirs are the backstop; between body chunks theirs is the one.
     this.#pool = new undici.Pool(target.origin, {
@@ -152,7 +158,7 @@ export class Forwarder {
     const te = req.headers['transfer-encoding']
     const cl = req.headers['content-length']
     const body = te !== undefined || (cl !== undefined && cl !== '0') ? req : null
-    const exchange = new Exchange(req, res, beforeHead, this.#timeout, done)
+    const exchange = new Exchange(req, res, beforeHead, this.#timeout, done, this.#languages)
     try {
       this.#pool.dispatch({ path: this.#prefix + (req.url ?? '/'), method: req.method ?? 'GET', headers, body }, exchange as never)
     } catch (err) {
@@ -165,12 +171,16 @@ export class Forwarder {
   }
 }
 
-/** The 502 or 504 page (JSON for API clients); the connection closes when the request's body was not read. */
-export function answerOriginError(req: IncomingMessage, res: ServerResponse, status: 502 | 504): void {
+/**
+ * The 502 or 504 page in the visitor's language (JSON for API clients); the connection closes when
+ * the request's body was not read.
+ */
+export function answerOriginError(req: IncomingMessage, res: ServerResponse, status: 502 | 504, languages: PageLanguages): void {
   if (res.headersSent || res.destroyed) return
   const json = prefersJson(req.headers.accept)
-  const body = json ? originErrorJson(status) : originErrorPage(status)
-  const headers: OutgoingHttpHeaders = { ...originErrorHeaders(json), 'content-length': Buffer.byteLength(body) }
+  const language = json ? undefined : languages.pick(req.headers['accept-language'])
+  const body = language === undefined ? originErrorJson(status) : originErrorPage(status, language)
+  const headers: OutgoingHttpHeaders = { ...originErrorHeaders(json, language), 'content-length': Buffer.byteLength(body) }
   if (!req.complete) headers.connection = 'close'
   res.writeHead(status, headers)
   res.end(req.method === 'HEAD' ? undefined : body)

@@ -16,6 +16,7 @@ import { createDashboard } from '../dashboard/server.js'
 import { COMMAND_HEADER, handleFor, runCommand } from '../gate/handle.js'
 import { createGate, type Gate } from '../gate/gate.js'
 import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateResponse } from '../gate/types.js'
+import { PageLanguages } from '../pages/language.js'
 import { originErrorPage } from '../pages/origin.js'
 import { resolveStore } from '../stores/resolve.js'
 import { Forwarder, type Outcome } from './forward.js'
@@ -142,7 +143,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const gate = gated ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store }) : undefined
   const rules: ForwardRules = { trusted: false, passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
   const trustedRules: ForwardRules = { ...rules, trusted: true }
-  const forwarder = new Forwarder(undici, upstream, timeout)
+  const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
   const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'] }) }
   const metrics = metricsPath === undefined ? undefined : await mountMetrics()
 

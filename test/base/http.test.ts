@@ -52,3 +52,14 @@ describe('content negotiation', () => {
     expect(prefersJson(accept)).toBe(json)
   })
 })
+
+describe('varyWith', () => {
+  it("joins the gate's Vary to the application's: each name once, case-insensitively; * stays", async () => {
+    const { varyWith } = await import('../../src/base/http.js')
+    expect(varyWith(undefined, 'Accept, Accept-Language')).toBe('Accept, Accept-Language')
+    expect(varyWith('Origin', 'Accept, Accept-Language')).toBe('Origin, Accept, Accept-Language')
+    expect(varyWith('accept, Origin', 'Accept, Accept-Language')).toBe('accept, Origin, Accept-Language')
+    expect(varyWith(['Origin', 'Cookie'], 'Accept')).toBe('Origin, Cookie, Accept')
+    expect(varyWith('*', 'Accept')).toBe('*')
+  })
+})

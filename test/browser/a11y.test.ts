@@ -15,6 +15,10 @@ import { renderChallengePage } from '../../src/pages/challenge.js'
 import { originErrorPage } from '../../src/pages/origin.js'
 import { renderDashboardPage } from '../../src/pages/dashboard.js'
 import { signInPage } from '../../src/dashboard/sign-in.js'
+import { PageLanguages } from '../../src/pages/language.js'
+import { renderLeftPage } from '../../src/pages/left.js'
+
+const languages = new PageLanguages()
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
 
 const axeSource: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source
@@ -27,6 +31,11 @@ const PAGES: Record<string, () => string> = {
   'waiting (before the opening)': () =>
     renderWaitingPage({ order: 'fifo', position: null, waiting: 80, eta: 3600, opensAt: Date.now() + 3_600_000, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
   challenge: () => renderChallengePage({ challenge: 'not-a-real-challenge', difficulty: 30, noscriptDelay: 3_600_000, nonce: undefined }),
+  'waiting (Arabic, right to left)': () =>
+    renderWaitingPage({ order: 'fifo', position: 1234, waiting: 5000, eta: 420, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }, languages.pick('ar')),
+  'busy (German)': () => renderBusyPage(3600, undefined, languages.pick('de')),
+  'left the line (Japanese)': () => renderLeftPage('/shop', languages.pick('ja')),
+  'left the line': () => renderLeftPage('/shop'),
   'proxy 502': () => originErrorPage(502),
   'proxy 504': () => originErrorPage(504),
   'dashboard sign-in': () => signInPage(false),

@@ -82,6 +82,7 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['skip', 'function'],
   ['nonce', 'function'],
   ['busyPage', 'custom', [1, true, {}]],
+  ['messages', 'custom', ['de', 1, [], { de_DE: {} }, { de: 'x' }, { de: { busyTitel: 'x' } }, { de: { place: 'no placeholders' } }, { sv: { busyTitle: 'x' } }]],
   ['logger', 'custom', [1, 'x', true, {}]],
   ['store', 'store'],
   ['cookie', 'object'],

@@ -54,6 +54,48 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
     return { app, holder }
   }
 
+  describe(`${adapter}: pages in the visitor's language`, () => {
+    it("Accept-Language: de gives German busy and waiting pages (lang, Content-Language, Vary); ar is right to left; xx is English", async () => {
+      const busyApp = await start({ limit: 1 })
+      expect((await new Browser(busyApp.url).get('/kind')).body).toBe('admit')
+      const busy = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'de-AT,de;q=0.9,en;q=0.5' } })
+      expect(busy.status).toBe(503)
+      expect(busy.body).toMatch(/^<!doctype html><html lang="de" dir="ltr">/)
+      expect(busy.body).toContain('<h1>Gerade ist sehr viel los</h1>')
+      expect(busy.headers.get('content-language')).toBe('de')
+      expect(busy.headers.get('vary')).toBe('Accept, Accept-Language')
+      const json = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'de', ...JSON_ACCEPT } })
+      expect(json.status).toBe(503)
+      expect(json.headers.get('content-language')).toBeNull()
+
+      const { app } = await full()
+      const german = await new Browser(app.url).get('/', { headers: { 'accept-language': 'de' } })
+      expect(german.status).toBe(202)
+      expect(german.body).toMatch(/^<!doctype html><html lang="de" dir="ltr">/)
+      expect(german.body).toContain('Ihr Platz in der Warteschlange: <b id="p">1</b> von <span id="w">1</span>')
+      expect(german.headers.get('content-language')).toBe('de')
+      expect(german.headers.get('vary')).toBe('Accept, Accept-Language')
+      expect(german.headers.get('content-security-policy')).toContain(waitingPageHashes.script)
+
+      const arabic = await new Browser(app.url).get('/', { headers: { 'accept-language': 'ar-EG' } })
+      expect(arabic.body).toMatch(/^<!doctype html><html lang="ar" dir="rtl">/)
+      expect(arabic.headers.get('content-language')).toBe('ar')
+      for (const header of ['xx', '', '*', ';;;,q=5']) {
+        const english = await new Browser(app.url).get('/', { headers: { 'accept-language': header } })
+        expect(english.body, header).toMatch(/^<!doctype html><html lang="en" dir="ltr">/)
+        expect(english.body, header).toContain('Your place in line:')
+        expect(english.headers.get('content-language'), header).toBe('en')
+      }
+    })
+
+    it('the messages option changes the words; a bad one is refused at startup', async () => {
+      const { app } = await full({ messages: { de: { inLine: 'Bitte anstellen' } } })
+      const r = await new Browser(app.url).get('/', { headers: { 'accept-language': 'de' } })
+      expect(r.body).toContain('<h1>Bitte anstellen</h1>')
+      await expect(start({ messages: { de: { inLinee: 'x' } } as never })).rejects.toThrow(/messages\.de has no option 'inLinee'/)
+    })
+  })
+
   describe(`${adapter}: waiting room`, () => {
     it('gives a queued browser 202 and a tiny self-contained waiting page with its position; the route never runs', async () => {
       const { app } = await full()
@@ -64,7 +106,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(r.headers.get('cache-control')).toBe('no-store')
       expect(r.headers.get('retry-after')).toBe('2')
       expect(r.headers.get('content-type')).toMatch(/^text\/html/)
-      expect(Buffer.byteLength(r.body)).toBeLessThan(2048)
+      expect(Buffer.byteLength(r.body)).toBeLessThan(3072)
       expect(r.body).toContain('Your place in line: <b id="p">1</b>')
       expect(r.body).toMatch(/<noscript><meta http-equiv="refresh" content="\d+"><\/noscript>/)
       expect(r.body).not.toMatch(/src=|href=/) // no external assets
@@ -283,7 +325,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: null, eta: null, waiting: 2 } })
       const page = await new Browser(app.url).get('/')
       expect(page.status).toBe(202)
-      expect(page.body).toContain('<b id="w">3</b> people are waiting')
+      expect(page.body).toContain('People waiting: <b id="w">3</b>.')
       expect(page.body).not.toContain('id="p"')
     })
 
@@ -305,7 +347,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(r.eta).toBeGreaterThanOrEqual(1)
       expect(r.eta).toBeLessThan(60)
       const page = await line[3]!.get('/')
-      expect(page.body).toMatch(/Estimated wait: <span id="e">about \d+ s<\/span>/)
+      expect(page.body).toMatch(/Estimated wait: <span id="e">about \d+ seconds?<\/span>/)
     })
 
     it('serves a custom waiting page, with the place and the nonce', async () => {

@@ -84,6 +84,26 @@ describe('airlock proxy in front of PHP and Python', () => {
     expect(JSON.parse(json.body)).toMatchObject({ status: 'bad-gateway' })
   })
 
+  it("answers the 502 page in the visitor's language (lang, dir, Content-Language, Vary); the messages option applies, gated or not", async () => {
+    const base = await proxy({ target: 'http://127.0.0.1:1' })
+    const german = await hit(`${base}/`, { headers: { 'accept-language': 'de-CH, en;q=0.5' } })
+    expect(german.status).toBe(502)
+    expect(german.body).toMatch(/^<!doctype html><html lang="de" dir="ltr">/)
+    expect(german.body).toContain('<h1>Die Website antwortet nicht</h1>')
+    expect(german.headers.get('content-language')).toBe('de')
+    expect(german.headers.get('vary')).toBe('Accept, Accept-Language')
+    const hebrew = await hit(`${base}/`, { headers: { 'accept-language': 'he' } })
+    expect(hebrew.body).toMatch(/^<!doctype html><html lang="he" dir="rtl">/)
+    const unknown = await hit(`${base}/`, { headers: { 'accept-language': 'xx' } })
+    expect(unknown.body).toContain('The site is not answering')
+    expect(unknown.headers.get('content-language')).toBe('en')
+    const json = await hit(`${base}/`, { headers: { accept: 'application/json', 'accept-language': 'de' } })
+    expect(JSON.parse(json.body)).toMatchObject({ status: 'bad-gateway', message: 'Its server did not respond.' })
+    const ungated = await proxy({ target: 'http://127.0.0.1:1', gated: false, messages: { de: { badGatewayHeading: 'Der Shop ist gleich wieder da' } } })
+    expect((await hit(`${ungated}/`, { headers: { 'accept-language': 'de' } })).body).toContain('<h1>Der Shop ist gleich wieder da</h1>')
+    await expect(createProxy({ target: php.url, gated: false, messages: { de: { badGateway: 'x' } } as never })).rejects.toThrow(/messages\.de has no option 'badGateway'/)
+  })
+
   it('refuses bad options with a named error', async () => {
     for (const [options, message] of [
       [{ target: 'ftp://x' }, 'target must be an http:// or https:// URL'],
