@@ -117,7 +117,8 @@ function match(ranges: MediaRange[], type: string, subtype: string): [number, nu
 /**
  * True when the client prefers JSON to HTML: `application/json` (or `+json`) with a higher quality
  * than `text/html`, or as high but named more precisely (`application/json, *\/*`). JSON need not be
- * named: `text/html;q=0, *\/*` (HTML refused) and `application/*` prefer it too. A missing header,
+ * named: `text/html;q=0, *\/*` (HTML refused) and `application/*` prefer it too, and a client
+ * that refused HTML gets JSON whatever else its header says (`text/html;q=0,,,`). A missing header,
  * `*\/*`, and every browser's navigation header get HTML.
  */
 export function prefersJson(accept: string | string[] | undefined): boolean {
@@ -129,8 +130,27 @@ export function prefersJson(accept: string | string[] | undefined): boolean {
   const ranges = parseAccept(text)
   const [qJson, sJson] = match(ranges, 'application', 'json')
   const [qHtml, sHtml] = match(ranges, 'text', 'html')
+  // A client that refused HTML (`text/html;q=0`, `text/*;q=0`) never gets it, however it names the rest.
+  if (qHtml <= 0 && sHtml >= 0) return true
   if (qJson <= 0) return false
   return qJson > qHtml || (qJson === qHtml && sJson > sHtml)
+}
+
+/**
+ * True when a client that prefers JSON ({@link prefersJson}) names `application/problem+json` with
+ * a quality above 0 and at least that of plain `application/json`: it gets RFC 9457 problem details.
+ */
+export function asksProblem(accept: string | string[] | undefined): boolean {
+  const text = Array.isArray(accept) ? accept.join(',') : accept
+  if (!text?.includes('problem+json')) return false
+  let problem = 0
+  let json = 0
+  for (const r of parseAccept(text)) {
+    if (r.type !== 'application') continue
+    if (r.subtype === 'problem+json') problem = Math.max(problem, r.q)
+    else if (r.subtype === 'json') json = Math.max(json, r.q)
+  }
+  return problem > 0 && problem >= json
 }
 
 /**

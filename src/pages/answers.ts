@@ -3,7 +3,8 @@
  * admitted (the waiting page's poll), and the confirm request (`204`). JSON or HTML by `Accept`;
  * `HEAD` gets the headers (and `Content-Length`) the `GET` would get.
  */
-import { headAnswer, prefersJson } from '../base/http.js'
+import { asksProblem, headAnswer, prefersJson } from '../base/http.js'
+import { busyProblem, PROBLEM_TYPE, queuedProblem } from './problem.js'
 import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
 import { PageLanguages, type PageLanguage } from './language.js'
 import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
@@ -71,6 +72,7 @@ function answer(r: AnswerRequest, build: () => GateResponse): GateResponse {
 /** The busy answer (`503`, `Retry-After`), with the built-in page, or yours. */
 export class BusyAnswers {
   private readonly json: Readonly<Record<string, string>>
+  private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
   private readonly jsonBody: string
@@ -86,6 +88,7 @@ export class BusyAnswers {
   ) {
     const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept' }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
+    this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
     this.jsonBody = busyJson(retryAfter)
@@ -95,7 +98,10 @@ export class BusyAnswers {
   /** `reason` `'client-share'`: the JSON says so (`"reason":"client-share"`); the page is the same. */
   busy(r: AnswerRequest, reason?: 'client-share'): GateResponse {
     return answer(r, () => {
-      if (prefersJson(r.accept)) return { status: 503, headers: this.json, body: reason === undefined ? this.jsonBody : this.shareJsonBody }
+      if (prefersJson(r.accept)) {
+        if (asksProblem(r.accept)) return { status: 503, headers: this.problem, body: busyProblem(this.retryAfter, reason) }
+        return { status: 503, headers: this.json, body: reason === undefined ? this.jsonBody : this.shareJsonBody }
+      }
       const nonce = r.nonce()
       const builtIn = (): GateResponse => {
         const language = this.languages.pick(r.acceptLanguage)
@@ -125,6 +131,7 @@ export interface LinePlace {
 /** The waiting room's answers: `202` with the waiting page (or JSON), and the admitted poll. */
 export class LineAnswers {
   private readonly json: Readonly<Record<string, string>>
+  private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
@@ -139,6 +146,7 @@ export class LineAnswers {
   ) {
     const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept' }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
+    this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
     this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
@@ -148,6 +156,9 @@ export class LineAnswers {
   /** `202` with the waiting page, or JSON when the client prefers it or is the page polling (`poll`). */
   queued(place: LinePlace, r: AnswerRequest, poll: boolean): GateResponse {
     return answer(r, () => {
+      if (!poll && prefersJson(r.accept) && asksProblem(r.accept)) {
+        return { status: 202, headers: this.problem, body: queuedProblem(place.position, place.waiting, place.eta, Math.ceil(this.settings.pollInterval / 1000), place.opensAt) }
+      }
       if (poll || prefersJson(r.accept)) {
         return { status: 202, headers: this.json, body: queuedJson(place.position, place.waiting, place.eta, place.opensAt) }
       }

@@ -306,6 +306,20 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(await place(first)).toMatchObject({ status: 202, body: { position: 1 } })
     })
 
+    it('answers RFC 9457 problem details to a client that asks for application/problem+json (202 in line, 503 busy), Retry-After on both', async () => {
+      const { app } = await full({ queue: { maxLength: 1 } })
+      const problem = { accept: 'application/problem+json' }
+      const queued = await hit(`${app.url}/`, { headers: problem, from: nextAddress() })
+      expect([queued.status, queued.headers.get('content-type'), queued.headers.get('retry-after')]).toEqual([202, 'application/problem+json; charset=utf-8', '2'])
+      expect(JSON.parse(queued.body)).toMatchObject({ type: 'tag:airlock-shield,2026:queued', title: 'In line', status: 202, position: 1, waiting: 1, retryAfter: 2 })
+      const busy = await hit(`${app.url}/`, { headers: problem, from: nextAddress() })
+      expect([busy.status, busy.headers.get('content-type'), busy.headers.get('retry-after')]).toEqual([503, 'application/problem+json; charset=utf-8', '5'])
+      expect(JSON.parse(busy.body)).toMatchObject({ type: 'tag:airlock-shield,2026:busy', status: 503, retryAfter: 5 })
+      expect(JSON.parse(busy.body).detail).toMatch(/Try again in 5 s/)
+      // A plain JSON client keeps the plain JSON.
+      expect(JSON.parse((await hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })).body)).toEqual({ status: 'busy', retryAfter: 5 })
+    })
+
     it('answers busy (503) once the line is at maxLength', async () => {
       const { app } = await full({ queue: { maxLength: 2 } })
       expect((await place(new Browser(app.url))).status).toBe(202)
