@@ -16,3 +16,16 @@ export async function until(check: () => Promise<boolean> | boolean, timeout = 1
     await sleep(every)
   }
 }
+
+/** Closes each socket (a WebSocket, or anything with `close()` and a `close` event) and resolves once all have closed. */
+export function closeAll(sockets: readonly { once(event: 'close', fn: () => void): unknown; close(): void }[]): Promise<void[]> {
+  return Promise.all(
+    sockets.map(
+      (s) =>
+        new Promise<void>((done) => {
+          s.once('close', () => done())
+          s.close()
+        }),
+    ),
+  )
+}

@@ -14,7 +14,7 @@ import { airlock } from '../../src/express.js'
 import { airlockShield } from '../../src/fastify.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
-import { sleep } from '../helpers/wait.js'
+import { closeAll, sleep } from '../helpers/wait.js'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -73,15 +73,7 @@ describe.each([
     const sockets = await Promise.all([1, 2, 3].map(() => open(`ws://${host}/ws`)))
     expect(await held(store)).toBe(3)
     expect((await fetch(`http://${host}/`, { headers: { accept: 'application/json' } })).status).toBe(503)
-    await Promise.all(
-      sockets.map(
-        (s) =>
-          new Promise((done) => {
-            s.once('close', done)
-            s.close()
-          }),
-      ),
-    )
+    await closeAll(sockets)
     await sleep(100)
     expect(await held(store)).toBe(0)
     expect((await fetch(`http://${host}/`)).status).toBe(200)

@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { createProxy, type AirlockProxy, type ProxyOptions } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { sleep, until } from '../helpers/wait.js'
+import { closeAll, sleep, until } from '../helpers/wait.js'
 import { nodeOrigin, phpOrigin, type Origin } from './origins.js'
 import { hit, nextAddress } from '../http/harness.js'
 
@@ -193,15 +193,7 @@ describe('WebSockets and a hanging origin', () => {
     const wide = await proxy({ target: origin.url, limit: 100, mode: 'request', ttl: 30_000 })
     const sockets = await Promise.all(Array.from({ length: 100 }, () => openSocket(`${wide.base.replace('http', 'ws')}/ws`)))
     expect((await wide.proxy.gate!.state()).held).toBe(100)
-    await Promise.all(
-      sockets.map(
-        (s) =>
-          new Promise((done) => {
-            s.once('close', done)
-            s.close()
-          }),
-      ),
-    )
+    await closeAll(sockets)
     await sleep(100)
     // Before: every upgrade kept its slot until ttl (plain requests got 503 for 10 s after 3 sockets at limit 3).
     expect((await wide.proxy.gate!.state()).held).toBe(0)
