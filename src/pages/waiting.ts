@@ -42,16 +42,18 @@ export type WaitingPage = (context: WaitingPageContext) => string
  * and durations are formatted by `Intl` in the page's `lang`.
  */
 export const WAITING_PAGE_SCRIPT =
-  '(function(){var q=document.getElementById("q"),D=q.dataset,P=+D.poll||2e3,K=+D.keep||1e4,L=document.documentElement.lang||"en",t;' +
+  '(function(){var q=document.getElementById("q"),D=q.dataset,P=+D.poll||2e3,K=+D.keep||1e4,L=document.documentElement.lang||"en",t,A,S;' +
   'function go(){location.replace(location.href.split("#")[0])}' +
   'function f(v,o){try{return new Intl.NumberFormat(L,o).format(v)}catch(x){return""+v}}' +
   'function put(i,v){var e=document.getElementById(i);if(e&&v!=null&&e.textContent!=String(v))e.textContent=v}' +
   'function eta(s){var m=s>=60;return s==null?D.unknown:D.about.replace("{time}",f(m?Math.round(s/60):s,{style:"unit",unit:m?"minute":"second",unitDisplay:"long"}))}' +
-  'function next(){clearTimeout(t);t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
-  'function poll(){clearTimeout(t);fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
-  'cache:"no-store",credentials:"same-origin"}).then(function(r){if(r.status!==202)return go();' +
+  'function next(){clearTimeout(t);if(!S)t=setTimeout(poll,(document.hidden?K:P)*(.75+Math.random()/2))}' +
+  'function poll(){clearTimeout(t);if(S)return;A=new AbortController();fetch(location.href,{headers:{Accept:"application/json","X-Airlock-Poll":"1"},' +
+  'cache:"no-store",credentials:"same-origin",signal:A.signal}).then(function(r){if(r.status!==202)return go();' +
   'return r.json().then(function(j){if(D.opens&&!j.opensAt)return go();' +
   'put("p",j.position==null?null:f(j.position));put("w",f(j.waiting));put("e",eta(j.eta));next()})}).catch(next)}' +
+  // Leaving: no poll after the form is sent (one arriving after the leave would take a new place).
+  'var F=document.querySelector("form");if(F)F.addEventListener("submit",function(){S=1;clearTimeout(t);if(A)A.abort()});' +
   'document.addEventListener("visibilitychange",function(){if(!document.hidden)poll()});next()})()'
 
 /** The built-in page's style. Static, so it can be allowed by hash. */

@@ -28,6 +28,13 @@ function solve(challenge: string, difficulty: number): string {
   }
 }
 
+/** A nonce that is surely wrong (a fixed one such as `1` solves a difficulty of 8 once in 256 runs). */
+function wrongNonce(challenge: string, difficulty: number): string {
+  for (let n = 0; ; n++) {
+    if (leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest()) < difficulty) return `${challenge} ${n}`
+  }
+}
+
 describe('the proof-of-work door', () => {
   const start = useApps('fastify')
   let store: Store
@@ -74,7 +81,7 @@ describe('the proof-of-work door', () => {
     // A forged nonce, a challenge of another visitor, garbage: refused.
     const w = new Browser(app.url)
     const mine = await challenged(w)
-    for (const forged of [`${mine.challenge} 1`, solution, 'x'.repeat(5000), `${mine.challenge.slice(0, -2)}xx 7`]) {
+    for (const forged of [wrongNonce(mine.challenge, mine.difficulty), solution, 'x'.repeat(5000), `${mine.challenge.slice(0, -2)}xx 7`]) {
       expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forged } })).status).toBe(503)
     }
     expect(await store.state('default')).toEqual({ held: 1, waiting: 0 })
