@@ -115,7 +115,7 @@ describe('the proof-of-work door', () => {
     expect((await holder.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
     const bot = new Browser(app.url)
     const mine = await challenged(bot)
-    const first = await bot.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': `${mine.challenge} 0` } })
+    const first = await bot.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': wrongNonce(mine.challenge, mine.difficulty) } })
     expect(first.status).toBe(202)
     const place = JSON.parse(first.body) as { status: string; position: number }
     expect(place.status).toBe('queued')
@@ -137,7 +137,7 @@ describe('the proof-of-work door', () => {
       expect((await v.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
       const w = new Browser(app.url)
       const d = await challenged(w)
-      expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': `${d.challenge} 0` } })).status).toBe(503)
+      expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': wrongNonce(d.challenge, d.difficulty) } })).status).toBe(503)
       const text = await registry.metrics()
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="issued"} 2')
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="solved"} 1')
