@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
+import { solvingNonce, wrongNonce } from '../helpers/pow.js'
 import { isAirlockError } from '../../src/base/errors.js'
 import {
   CALM,
@@ -22,20 +23,8 @@ const OTHER_SECRET = 'another-challenge-secret-of-32-bytes-or-more'
 const now = 1_750_000_000_000
 const settings = (over: Partial<ChallengeSettings> = {}): ChallengeSettings => ({ ...challengeSettings(true)!, ...over })
 
-/** The first nonce that solves `challenge` at `difficulty` bits, by brute force with node:crypto. */
-function solve(challenge: string, difficulty: number): string {
-  for (let n = 0; ; n++) {
-    const digest = createHash('sha256').update(`${challenge}:${n}`).digest()
-    if (leadingZeroBits(digest) >= difficulty) return String(n)
-  }
-}
-
-/** A nonce that does NOT solve it (the hash falls short). */
-function miss(challenge: string, difficulty: number): string {
-  for (let n = 0; ; n++) {
-    if (leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest()) < difficulty) return String(n)
-  }
-}
+const solve = solvingNonce
+const miss = wrongNonce
 
 function optionMessage(option: unknown): string {
   try {

@@ -4,36 +4,25 @@
  * door for visitors without JavaScript, and the events the metrics count.
  */
 import { execFile } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
 import { airlockMetrics } from '../../src/prometheus.js'
 import type { ChallengeEvent } from '../../src/base/events.js'
-import { leadingZeroBits } from '../../src/gate/challenge.js'
 import { createGate, type GateOptions } from '../../src/gate/gate.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
+import { solvingNonce, wrongNonce } from '../helpers/pow.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep } from '../helpers/wait.js'
 import { Browser, SECRET, useApps } from '../http/harness.js'
 
 const JSON_ACCEPT = { accept: 'application/json' }
 
-/** The nonce an honest client finds. */
-function solve(challenge: string, difficulty: number): string {
-  for (let n = 0; ; n++) {
-    if (leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest()) >= difficulty) return `${challenge} ${n}`
-  }
-}
-
-/** A nonce that is surely wrong (a fixed one such as `1` solves a difficulty of 8 once in 256 runs). */
-function wrongNonce(challenge: string, difficulty: number): string {
-  for (let n = 0; ; n++) {
-    if (leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest()) < difficulty) return `${challenge} ${n}`
-  }
-}
+/** The solution an honest client sends, and one that is surely wrong. */
+const solve = (challenge: string, difficulty: number): string => `${challenge} ${solvingNonce(challenge, difficulty)}`
+const forge = (challenge: string, difficulty: number): string => `${challenge} ${wrongNonce(challenge, difficulty)}`
 
 describe('the proof-of-work door', () => {
   const start = useApps('fastify')
@@ -81,7 +70,7 @@ describe('the proof-of-work door', () => {
     // A forged nonce, a challenge of another visitor, garbage: refused.
     const w = new Browser(app.url)
     const mine = await challenged(w)
-    for (const forged of [wrongNonce(mine.challenge, mine.difficulty), solution, 'x'.repeat(5000), `${mine.challenge.slice(0, -2)}xx 7`]) {
+    for (const forged of [forge(mine.challenge, mine.difficulty), solution, 'x'.repeat(5000), `${mine.challenge.slice(0, -2)}xx 7`]) {
       expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forged } })).status).toBe(503)
     }
     expect(await store.state('default')).toEqual({ held: 1, waiting: 0 })
@@ -115,7 +104,7 @@ describe('the proof-of-work door', () => {
     expect((await holder.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
     const bot = new Browser(app.url)
     const mine = await challenged(bot)
-    const first = await bot.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': wrongNonce(mine.challenge, mine.difficulty) } })
+    const first = await bot.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(mine.challenge, mine.difficulty) } })
     expect(first.status).toBe(202)
     const place = JSON.parse(first.body) as { status: string; position: number }
     expect(place.status).toBe('queued')
@@ -137,7 +126,7 @@ describe('the proof-of-work door', () => {
       expect((await v.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
       const w = new Browser(app.url)
       const d = await challenged(w)
-      expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': wrongNonce(d.challenge, d.difficulty) } })).status).toBe(503)
+      expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(d.challenge, d.difficulty) } })).status).toBe(503)
       const text = await registry.metrics()
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="issued"} 2')
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="solved"} 1')
