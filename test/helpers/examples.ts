@@ -43,9 +43,11 @@ export function startExample(file: string, env: Record<string, string>, ready: R
 /**
  * Starts `command args` in `cwd` (an app that installed the package, say), with the same
  * environment as the examples (no REDIS_URL unless `env` gives one); resolves once `ready`.
+ * `group`: in a process group of its own, all killed after the test (for a command that starts
+ * processes of its own, as `next dev` starts its server).
  */
-export function startIn(cwd: string, command: string, args: string[], env: Record<string, string>, ready: Ready): Promise<Running> {
-  return started(spawn(command, args, { ...options(env, false), cwd }), [command, ...args].join(' '), ready)
+export function startIn(cwd: string, command: string, args: string[], env: Record<string, string>, ready: Ready, group = false): Promise<Running> {
+  return started(spawn(command, args, { ...options(env, group), cwd }), [command, ...args].join(' '), ready, group)
 }
 
 /** Resolves with the exit code once `child` has exited (at once if it already has). */
