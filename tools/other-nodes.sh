@@ -32,18 +32,18 @@ subset() {
   echo test/stores/cluster.test.ts      # ...and on a private Redis Cluster
 }
 
-case "$(uname -m)" in
-  x86_64) arch=x64 ;;
-  aarch64 | arm64) arch=arm64 ;;
-  *) echo "other-nodes: no node-linux package for $(uname -m)" >&2; exit 1 ;;
-esac
 cache="${AIRLOCK_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock-shield/node}"
 
 # node_for VERSION: the path of that version's bin/node, fetched with `npm pack` the first time.
 node_for() {
   local version=$1 dir="$cache/$1"
   if [ ! -x "$dir/bin/node" ]; then
-    local tmp
+    local tmp arch
+    case "$(uname -m)" in
+      x86_64) arch=x64 ;;
+      aarch64 | arm64) arch=arm64 ;;
+      *) echo "other-nodes: no node-linux package for $(uname -m)" >&2; exit 1 ;;
+    esac
     tmp="$(mktemp -d)"
     (cd "$tmp" && npm pack --silent "node-linux-$arch@$version" >/dev/null)
     mkdir -p "$dir.partial"
