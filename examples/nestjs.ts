@@ -1,5 +1,5 @@
 /**
- * NestJS (11 or 12) behind the gate, on Nest's Express platform or on its Fastify platform. The
+ * NestJS (12) behind the gate, on Nest's Express platform or on its Fastify platform. The
  * gate is the package's Express middleware (`app.use(airlock(options))`) or Fastify plugin
  * (`app.register(airlockShield, options)`), used as they are: no Nest module is needed.
  *   In a clone of the repository: npx tsx examples/nestjs.ts                  (Express platform)
