@@ -63,7 +63,7 @@ describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium
         svgs.map((s) => ({
           title: s.getAttribute('data-chart'),
           width: s.getBoundingClientRect().width,
-          drawn: [...s.querySelectorAll('path')].map((p) => (p as SVGPathElement).getTotalLength()),
+          drawn: [...s.querySelectorAll('path')].map((p) => (p as unknown as { getTotalLength(): number }).getTotalLength()),
         })),
       )
       expect(charts.map((c) => c.title)).toEqual(['In line at the minute’s end', 'Admitted a minute', 'Wait in line (s)', 'Visit length (s)'])
@@ -75,7 +75,7 @@ describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium
       expect(await page.$eval('svg[data-chart="In line at the minute’s end"] path', (p) => (p.getAttribute('d')!.match(/M/g) ?? []).length)).toBe(2)
       expect(await page.textContent('table')).toContain('Admitted')
       await page.emulateMedia({ media: 'print' })
-      expect(await page.$eval('header', (h) => getComputedStyle(h).backgroundColor)).toBe('rgba(0, 0, 0, 0)')
+      expect(await page.$eval('header', (h) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(h).backgroundColor)).toBe('rgba(0, 0, 0, 0)')
       expect(await page.$$eval('svg[data-chart]', (s) => s.filter((x) => x.getBoundingClientRect().height > 50).length)).toBe(4)
       const pdf = await page.pdf({ format: 'A4' })
       expect(pdf.subarray(0, 5).toString()).toBe('%PDF-')

@@ -8,6 +8,7 @@ import { airlock } from './harness.js'
 
 requireRedis()
 const T0 = Date.UTC(2026, 11, 1, 9, 0, 0)
+type Ran = Awaited<ReturnType<typeof airlock>['exited']>
 
 describe('airlock report', () => {
   const priv = usePrivateRedis()
@@ -23,7 +24,7 @@ describe('airlock report', () => {
     }
     await tally.close()
     const args = ['report', '--name', 'cli-shop', '--redis', priv.redis.url, '--from', '2026-12-01T08:59:00Z', '--to', '2026-12-01T09:10:00Z']
-    const [json, csv, html] = await Promise.all(['json', 'csv', 'html'].map((f) => airlock([...args, '--format', f]).exited))
+    const [json, csv, html] = (await Promise.all(['json', 'csv', 'html'].map((f) => airlock([...args, '--format', f]).exited))) as [Ran, Ran, Ran]
     for (const r of [json, csv, html]) expect(r.code, r.stderr).toBe(0)
     const report = JSON.parse(json.stdout)
     expect(report.rows).toHaveLength(5)
