@@ -1,38 +1,33 @@
 /**
- * The history storage beside a store: `historyFor(store)` picks the Redis one on a Redis store's
- * client (same prefix and budget) or one per memory store; `undefined` for any other store.
+ * The history storage beside a store: `historyFor(store)` answers the Redis store's own (on its
+ * client, prefix and budget) or one per memory store; `undefined` for any other store.
  */
 import { MemoryHistory } from './history-memory.js'
 import type { HistoryStorage } from './history-types.js'
-import { isRedisStore } from './redis.js'
-import { redisHistory } from './redis-history.js'
 import type { Store } from './types.js'
 
 export type { HistoryStorage, MinutePart, MinuteRecord } from './history-types.js'
 export { FIELD_NAME, LINE_FIELD } from './history-types.js'
 
-/** History per memory store, so every gate and reader of one memory store shares it. */
-const memoryHistories = new WeakMap<object, HistoryStorage>()
-/** One Redis history per Redis store (its caller keeps which scripts the server has). */
-const redisHistories = new WeakMap<object, HistoryStorage>()
+/** One history per store, so every gate and reader of one store shares it (on Redis, its scripts' cache too). */
+const histories = new WeakMap<object, HistoryStorage>()
 
-/** The history storage beside `store`, or `undefined` when it has none (a custom store). */
+/** A store that makes its own history storage (the Redis store: so this module never loads ioredis's types). */
+interface HistoryMaker {
+  historyStorage(): HistoryStorage
+}
+
+/**
+ * The history storage beside `store`: the one it makes (the Redis store), or one in the process
+ * for a memory store; `undefined` for any other store (it keeps no history).
+ */
 export function historyFor(store: Store): HistoryStorage | undefined {
-  if (isRedisStore(store)) {
-    let history = redisHistories.get(store)
-    if (!history) {
-      history = redisHistory({ client: store.client, prefix: store.prefix, commandTimeout: store.commandTimeout })
-      redisHistories.set(store, history)
-    }
-    return history
-  }
-  if (store.kind === 'memory') {
-    let history = memoryHistories.get(store)
-    if (!history) {
-      history = new MemoryHistory(store)
-      memoryHistories.set(store, history)
-    }
-    return history
-  }
-  return undefined
+  let history = histories.get(store)
+  if (history) return history
+  const maker = (store as Partial<HistoryMaker>).historyStorage
+  if (typeof maker === 'function') history = maker.call(store)
+  else if (store.kind === 'memory') history = new MemoryHistory(store)
+  else return undefined
+  histories.set(store, history)
+  return history
 }

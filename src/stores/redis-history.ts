@@ -4,48 +4,37 @@
  * expiry. An instance adds its part of the minutes it saw in one script call (one round trip);
  * a read takes a day of minutes per call.
  */
-import { optionError } from '../base/errors.js'
-import { duration, knownKeys, received, safeName } from '../base/validate.js'
 import { HISTORY_ADD, HISTORY_READ } from './lua/history.js'
 import { KEY_SUFFIXES } from './lua/keys.js'
 import { LINE_FIELD, type HistoryStorage, type MinutePart, type MinuteRecord } from './history-types.js'
-import { keyBase, redisClientOption } from './redis.js'
 import { RedisCaller, type RedisClient } from './redis-calls.js'
-
-export interface RedisHistoryOptions {
-  /** An ioredis `Redis` or `Cluster` client; you own it and close it. */
-  client: RedisClient
-  /** Key prefix: the same as the gates' `redisStore`. Default `'airlock'`. */
-  prefix?: string
-  /** Budget for one call (ms) before it rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`. Default 1000. */
-  commandTimeout?: number
-}
 
 /** Minutes read per script call: a day. */
 const READ_CHUNK = 1440
 
+/**
+ * Made by the Redis store (`RedisStore.historyStorage()`, so the root entry, which reaches
+ * `historyFor`, never loads this module nor ioredis's types): its client, budget, and the hash tag
+ * of a gate's keys (`keyBase`).
+ */
 export class RedisHistory implements HistoryStorage {
   readonly kind = 'redis'
-  readonly prefix: string
-  readonly #client: RedisClient
   readonly #caller: RedisCaller
+  readonly #base: (name: string) => string
 
-  constructor(options: RedisHistoryOptions) {
-    if (options === null || typeof options !== 'object') optionError(`redisHistory() needs an options object with a client, got ${received(options)}`)
-    knownKeys('redisHistory()', options, ['client', 'prefix', 'commandTimeout'])
-    this.#client = redisClientOption(options.client)
-    this.prefix = safeName('prefix', options.prefix ?? 'airlock')
-    this.#caller = new RedisCaller(this.#client, duration('commandTimeout', options.commandTimeout ?? 1000))
+  constructor(client: RedisClient, commandTimeout: number, base: (name: string) => string) {
+    this.#caller = new RedisCaller(client, commandTimeout)
+    this.#base = base
   }
 
   /** The hash of one minute of gate `name`. */
   key(name: string, minute: number): string {
-    return `${keyBase(this.prefix, name)}:hm:${minute}`
+    return `${this.#base(name)}:hm:${minute}`
   }
 
   async add(name: string, parts: readonly MinutePart[], keepMs: number): Promise<void> {
     if (parts.length === 0) return
-    const line = `${keyBase(this.prefix, name)}:${KEY_SUFFIXES[3]}`
+    const line = `${this.#base(name)}:${KEY_SUFFIXES[3]}`
     const keys = [line, ...parts.map((p) => this.key(name, p.minute))]
     const args: (string | number)[] = [keepMs, LINE_FIELD]
     for (const p of parts) {
@@ -72,9 +61,4 @@ export class RedisHistory implements HistoryStorage {
     }
     return out
   }
-}
-
-/** Creates the history storage on Redis (ioredis client, standalone or Cluster). */
-export function redisHistory(options: RedisHistoryOptions): RedisHistory {
-  return new RedisHistory(options)
 }
