@@ -82,7 +82,18 @@ export type {
   RequestSlot,
   RequestView,
 } from './gate/types.js'
-export type { GateQueueOptions } from './gate/option-types.js'
+export type { GateHistoryOptions, GateQueueOptions } from './gate/option-types.js'
+export {
+  airlockReport,
+  reportCsv,
+  RELEASE_CAUSES,
+  type HistoryReport,
+  type HistoryRow,
+  type HistoryTotals,
+  type ReportOptions,
+} from './core/report.js'
+export { renderReportHtml, REPORT_CSP } from './pages/report.js'
+export type { ReleasedBy, VisitSink } from './gate/tally-types.js'
 export type { Duration } from './base/validate.js'
 export type { GateCounters, InstanceReport } from './gate/status-types.js'
 export {

@@ -9,10 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SCRIPTS } from '../src/stores/lua/scripts.js'
+import { HISTORY_SCRIPTS } from '../src/stores/lua/history.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'airlock-lua-'))
 try {
-  const files = SCRIPTS.map((s) => {
+  const files = [...SCRIPTS, ...HISTORY_SCRIPTS].map((s) => {
     const file = join(dir, `${s.name}.lua`)
     writeFileSync(file, s.lua)
     return file

@@ -8,6 +8,7 @@ import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'
 import { proxyCommand, PROXY_HELP } from './proxy.js'
 import { execCommand, EXEC_HELP, type CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
+import { reportCommand, REPORT_HELP } from './report.js'
 import { serveCommand, SERVE_HELP } from './serve.js'
 import { nearest } from '../base/validate.js'
 
@@ -24,10 +25,11 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { what: 'serve the HTTP lock service (locks and JSON data for services in any language)', help: SERVE_HELP, run: serveCommand },
   control: { what: "read or change a gate's live control on Redis (limit, mode, admission rate, opening time)", help: CONTROL_HELP, run: controlCommand },
   dashboard: { what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)", help: DASHBOARD_HELP, run: dashboardCommand },
+  report: { what: "print a gate's per-minute history on Redis as JSON, CSV or an HTML page with charts (after the hug)", help: REPORT_HELP, run: reportCommand },
   proxy: { what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)', help: PROXY_HELP, run: proxyCommand },
 }
 const NAMES = Object.keys(COMMANDS)
-/** `exec, serve, control, dashboard and proxy`. */
+/** `exec, serve, control, dashboard, report and proxy`. */
 const LISTED = `${NAMES.slice(0, -1).join(', ')} and ${NAMES.at(-1)}`
 const width = Math.max(...NAMES.map((n) => n.length)) + 2
 
@@ -44,6 +46,7 @@ Examples:
   npx airlock exec --name report --ttl 60s --redis redis://127.0.0.1:6379 -- node report.js
   AIRLOCK_WRITE_KEY=$(openssl rand -hex 24) npx airlock serve --port 8080 --redis redis://127.0.0.1:6379
   npx airlock control set --name shop --redis redis://127.0.0.1:6379 --limit 20
+  npx airlock report --name shop --redis redis://127.0.0.1:6379 --from 24h --format html > report.html
   npx airlock proxy --target http://127.0.0.1:8080 --limit 20
 `
 

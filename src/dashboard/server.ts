@@ -2,7 +2,8 @@
  * The operator's dashboard over HTTP, framework-free: a Node `(req, res)` handler that Express
  * mounts as middleware, the Fastify plugin hands raw requests to, and `airlock dashboard` serves
  * alone. Routes, relative to where it is mounted: `/` the page, `/events` server-sent events,
- * `/state` a JSON snapshot, `POST /control` the live controls. Every route needs the token.
+ * `/state` a JSON snapshot, `/history?name=&range=hour|day|30d` the look back (look-back.ts),
+ * `POST /control` the live controls. Every route needs the token.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -14,6 +15,7 @@ import { DASHBOARD_CSP, renderDashboardPage } from '../pages/dashboard.js'
 import { resolveStore } from '../stores/resolve.js'
 import type { Store } from '../stores/types.js'
 import { Sampler, type GateView } from './sampler.js'
+import { LOOK_BACK_RANGES, LookBacks, type LookBackRange } from './look-back.js'
 import { postedToken, SignInGuard, signInPage, SIGN_IN_CSP } from './sign-in.js'
 
 export interface DashboardOptions {
@@ -66,7 +68,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const ready = sampler.start()
   const steer = new Map<string, LiveControl>()
   if (controls) for (const n of names) steer.set(n, airlockControl({ name: n, store, by: 'dashboard', logger: options.logger }))
-  const page = renderDashboardPage({ names, controls })
+  const lookBacks = new LookBacks(store)
+  const page = renderDashboardPage({ names, controls, history: lookBacks.available })
 
   const authorized = (req: IncomingMessage, url: URL): 'header' | 'cookie' | 'query' | null => {
     const auth = req.headers.authorization
@@ -125,6 +128,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     if (req.method === 'GET' && path === '/state') return sendJson(res, 200, snapshot(sampler))
     if (req.method === 'GET' && path === '/events') return events(req, res, sampler)
+    if (req.method === 'GET' && path === '/history') return void lookBack(res, url, names, lookBacks)
     if (req.method === 'POST' && path === '/control') return void control(req, res, steer)
     send(res, 404, 'text/plain; charset=utf-8', 'not found\n')
   }
@@ -133,6 +137,19 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
 function snapshot(sampler: Sampler): { views: GateView[]; history: Record<string, readonly unknown[]> } {
   return { views: sampler.views(), history: Object.fromEntries(sampler.names.map((n) => [n, sampler.history(n)])) }
+}
+
+async function lookBack(res: ServerResponse, url: URL, names: readonly string[], lookBacks: LookBacks): Promise<void> {
+  const name = url.searchParams.get('name') ?? ''
+  const range = url.searchParams.get('range') ?? 'hour'
+  if (!names.includes(name)) return sendJson(res, 400, { error: 'unknown gate name' })
+  if (!Object.hasOwn(LOOK_BACK_RANGES, range)) return sendJson(res, 400, { error: `range must be one of ${Object.keys(LOOK_BACK_RANGES).join(', ')}` })
+  if (!lookBacks.available) return sendJson(res, 404, { error: 'this store keeps no history' })
+  try {
+    sendJson(res, 200, await lookBacks.get(name, range as LookBackRange))
+  } catch (err) {
+    sendJson(res, 503, { error: (err as Error).message })
+  }
 }
 
 function events(req: IncomingMessage, res: ServerResponse, sampler: Sampler): void {

@@ -20,6 +20,10 @@ import { AdaptiveGate, ADAPTIVE_WINDOW_MS } from './adaptive.js'
 import { ControlInForce } from './live-control.js'
 import type { ControlState } from '../core/control.js'
 import { liveGates } from './registry.js'
+import { MinuteTally } from '../core/history.js'
+import { isAirlockError } from '../base/errors.js'
+import { historyFor } from '../stores/history.js'
+import type { VisitSink } from './tally-types.js'
 import { BYPASS, CONFIRM_QUERY, holdsPass } from './decisions.js'
 import { Passes } from './passes.js'
 import type { Flow, GateParts } from './flow.js'
@@ -71,6 +75,9 @@ export class Gate<Req = unknown> {
   readonly #adaptor: AdaptiveGate | undefined
   /** This gate's mode's decision flow (session.ts or request.ts). */
   readonly #flow: Flow<Req>
+  /** Told of every visitor (tally-types.ts): the per-minute history, and any added with {@link addVisitSink}. */
+  readonly #sinks: VisitSink[] = []
+  readonly #history: MinuteTally | undefined
   private readonly sem: Semaphore
   private readonly guard: StoreGuard
   private readonly stats: GateStats
@@ -129,6 +136,12 @@ export class Gate<Req = unknown> {
     this.#adaptor = s.adaptive && new AdaptiveGate(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d))
     this.#flow = session ?? new RequestFlow<Req>(parts, this.#adaptor)
     if (s.control) this.ready = control.start()
+    if (s.history) {
+      // A store closed before its gates: the last minute is lost, as the caller chose.
+      const onError = (err: unknown): void => void (isAirlockError(err, 'ERR_AIRLOCK_CLOSED') || this.guard.logFailure(err, 'history'))
+      this.#history = new MinuteTally({ storage: historyFor(s.store)!, name: s.name, keepMs: s.history.days * 86_400_000, onError })
+      this.#sinks.push(this.#history)
+    }
     this.#ref = new WeakRef(this as unknown as Gate<never>)
     liveGates.add(this.#ref)
     warnRandomSecret(s)
@@ -188,9 +201,18 @@ export class Gate<Req = unknown> {
     return this.#adaptor?.learnsFrom(decision) ?? false
   }
 
+  /** Tells `sink` of every visitor from now on (admitted, turned away, abandoned, released). */
+  addVisitSink(sink: VisitSink): void {
+    this.#sinks.push(sink)
+  }
+
   /** Counts a decision, and publishes it while `airlock:decision` has a subscriber (`t0` < 0: taken synchronously). */
   private decided<D extends GateDecision>(d: D, t0: number): D {
     this.stats.count(d)
+    if (this.#sinks.length > 0) {
+      if (d.kind === 'admit') for (const sink of this.#sinks) sink.admitted(d.reason === 'line' ? 'line' : 'slot', null)
+      else if (d.kind === 'busy') for (const sink of this.#sinks) sink.turnedAway(d.reason)
+    }
     if (this.#adaptor && (d.kind === 'queued' || (d.kind === 'busy' && d.reason === 'full'))) this.#adaptor.refused()
     if (decisionChannel.hasSubscribers) {
       const reason = d.kind === 'admit' || d.kind === 'busy' ? d.reason : undefined
@@ -273,6 +295,8 @@ export class Gate<Req = unknown> {
     this.guard.close()
     this.#passes.clear()
     await this.#flow.close()
+    // The last minute goes to the store, within the store budget (a store already gone costs no more).
+    if (this.#history) await Promise.race([this.#history.close(), new Promise((r) => setTimeout(r, this.storeTimeout).unref())])
   }
 }
 

@@ -67,6 +67,12 @@ export interface ClientShareOptions {
   perMinute?: number
 }
 
+/** The `history` option: how long the store keeps the gate's per-minute history. */
+export interface GateHistoryOptions {
+  /** Days each minute is kept (1 to 3650). Default 30. */
+  days?: number
+}
+
 /** The adaptive limit's bounds (`limit: { min, max, initial? }`), settled. */
 export interface AdaptiveSettings {
   min: number

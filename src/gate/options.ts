@@ -6,6 +6,7 @@
 import type { AdaptiveSettings, GateQueueOptions } from './option-types.js'
 import type { Store } from '../stores/types.js'
 import { resolveStore } from '../stores/resolve.js'
+import { historyFor } from '../stores/history.js'
 import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
@@ -69,6 +70,8 @@ export interface GateSettings<Req> {
   /** Each client's share (session mode; `undefined`: off). */
   share: ShareSettings | undefined
   clientKey: ((request: Req) => string | undefined) | undefined
+  /** The per-minute history: days each minute is kept (`undefined`: off). */
+  history: { days: number } | undefined
 }
 
 const consoleLogger: GateLogger = {
@@ -136,7 +139,28 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     queue,
     share: shareOption(o.clientShare, mode),
     clientKey: functionOption('clientKey', o.clientKey, '(request) => string | undefined'),
+    history: historyOption(o.history, store),
   }
+}
+
+/** `history`: on by default (30 days) where the store keeps one; `false` off; `{ days }`. */
+function historyOption(option: unknown, store: Store): { days: number } | undefined {
+  if (option === false) return undefined
+  if (option !== undefined && option !== true && (option === null || typeof option !== 'object' || Array.isArray(option))) {
+    optionError(`history must be true, false or an object such as { days: 30 }, got ${received(option)}`)
+  }
+  let days = 30
+  if (typeof option === 'object') {
+    knownKeys('history', option, ['days'])
+    const given = (option as { days?: unknown }).days
+    if (given !== undefined) days = positiveInteger('history.days', given)
+    if (days > 3650) optionError(`history.days must be at most 3650 (ten years), got ${days}`)
+  }
+  if (historyFor(store) === undefined) {
+    if (option === undefined) return undefined
+    optionError(`history needs the memory store or a Redis store: the '${store.kind}' store keeps no history; remove the history option`)
+  }
+  return { days }
 }
 
 /** `clientShare`: session mode's (on unless `false`); request mode has none (an object there is a mistake). */

@@ -9,7 +9,7 @@ import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
 import type { MessagesOption } from '../pages/language.js'
 import type { Duration } from '../base/validate.js'
-import type { ClientShareOptions, GateQueueOptions } from './option-types.js'
+import type { ClientShareOptions, GateHistoryOptions, GateQueueOptions } from './option-types.js'
 import type { AdaptiveState, InstanceReport } from './status-types.js'
 
 export type { GateResponse } from '../pages/answers.js'
@@ -172,6 +172,15 @@ export interface GateOptions<Req = unknown> {
    * setting), IPv4 by address and IPv6 by /64.
    */
   clientKey?: (request: Req) => string | undefined
+  /**
+   * The per-minute history in the store (admitted, turned away, abandoned, released, in line,
+   * waits and visits; read with `airlockReport()`, `airlock report` and the dashboard's look
+   * back): each instance adds its part of each minute once the minute ends (one store call a
+   * minute, and one at close). `{ days }`: how long each minute is kept; `false`: none. Default
+   * `{ days: 30 }` on the memory store and the Redis store (a custom store keeps none: the option
+   * is then refused). See docs/observability.md.
+   */
+  history?: boolean | GateHistoryOptions
 }
 
 /** How the framework in front of the gate routes, as far as a path's reading goes (bypass.ts). */
@@ -346,6 +355,7 @@ const OPTION_KEYS = [
   'queue',
   'clientShare',
   'clientKey',
+  'history',
 ] as const satisfies readonly (keyof GateOptions)[]
 // And every option is in the list (a key added to GateOptions but not here fails to compile).
 type Unlisted = Exclude<keyof GateOptions, (typeof OPTION_KEYS)[number]>

@@ -7,6 +7,7 @@ import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-c
 import { batch, type Batch } from './redis-batch.js'
 import { RedisChannels } from './redis-pubsub.js'
 import { ServerWatch } from './redis-server.js'
+import { RedisHistory } from './redis-history.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
 export type { RedisClient } from './redis-calls.js'
@@ -304,6 +305,11 @@ export class RedisStore implements Store {
       instances.push({ id: String(r[i]), expiresAt: Number(r[i + 1]), data: String(r[i + 2]) })
     }
     return { held: Number(r[0]), waiting: Number(r[1]), admitted: Number(r[2]), windowMs: Number(r[3]), now: Number(r[4]), instances }
+  }
+
+  /** The per-minute history beside this store, on its client (see stores/history.ts: `historyFor` keeps one per store). */
+  historyStorage(): RedisHistory {
+    return new RedisHistory(this.client, this.commandTimeout, (name) => this.base(name))
   }
 
   /** Tokens whose given-up calls are still to be cleaned up (for tests and diagnostics). */

@@ -1,6 +1,7 @@
 /**
  * The operator's dashboard in a real Chromium, while a load script drives two instances of a gate
- * on a private Redis: the numbers on the page equal the store's, and the controls work.
+ * on a private Redis: the numbers on the page equal the store's, the controls work, and it looks
+ * back over the last hour, day and 30 days from the per-minute history.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -12,6 +13,8 @@ import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
 import { requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
 import { Browser } from '../http/harness.js'
+import { MinuteTally } from '../../src/core/history.js'
+import { historyFor } from '../../src/stores/history.js'
 
 requireRedis()
 const TOKEN = 'dashboard-browser-test-token'
@@ -25,6 +28,17 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
   let load: Promise<unknown> = Promise.resolve()
 
   beforeAll(async () => {
+    // The history to look back at: 100 admitted 10 minutes ago, 1,000 five hours ago, 10,000 three
+    // days ago (the live gates below add at most a few dozen of their own).
+    const now = Date.now()
+    const clock = { t: now }
+    const tally = new MinuteTally({ storage: historyFor(priv.store)!, name: 'shop', keepMs: 31 * 86_400_000, now: () => clock.t, timer: false })
+    for (const [ago, n] of [[10 * 60_000, 100], [5 * 3_600_000, 1_000], [3 * 86_400_000, 10_000]] as const) {
+      clock.t = now - ago
+      for (let i = 0; i < n; i++) tally.admitted('line', 20_000)
+      tally.turnedAway('full')
+    }
+    await tally.close()
     for (let i = 0; i < 2; i++) {
       const app = Fastify()
       await app.register(airlockShield, { name: 'shop', limit: 5, store: priv.store, secret: SECRET, queue: { pollInterval: 500 }, reportInterval: 500 })
@@ -91,6 +105,43 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     await page.click('[data-gate="shop"] button[type="submit"]')
     await until(async () => (await airlockControl({ name: 'shop', store: priv.store }).get()).mode === 'closed', 5_000)
     await until(async () => (await tile('mode')) === 'closed', 5_000)
+    await page.close()
+  })
+
+  it('looks back over the last hour, day and 30 days from the history', { timeout: 60_000 }, async () => {
+    const page = await chromium.newPage()
+    const base = `http://127.0.0.1:${(apps[0]!.server.address() as { port: number }).port}/airlock/`
+    await page.goto(`${base}?token=${TOKEN}`)
+    const back = '[data-back="shop"]'
+    const admitted = async (range: string): Promise<number> => {
+      await page.locator(`${back}[data-range="${range}"]`).waitFor()
+      const text = (await page.locator(`${back} [data-k="back-totals"]`).textContent()) ?? ''
+      return Number(/admitted (\d+)/.exec(text)?.[1])
+    }
+    const hour = await admitted('hour')
+    expect(hour).toBeGreaterThanOrEqual(100)
+    expect(hour).toBeLessThan(200)
+    expect(await page.locator(`${back} figure svg path`).count()).toBeGreaterThanOrEqual(4)
+    expect(await page.locator(`${back} figcaption`).first().textContent()).toContain('last hour')
+    await page.click(`${back} button[data-range="day"]`)
+    const day = await admitted('day')
+    expect(day).toBeGreaterThanOrEqual(1_100)
+    expect(day).toBeLessThan(1_200)
+    expect(await page.locator(`${back} button[data-range="day"]`).getAttribute('aria-pressed')).toBe('true')
+    await page.click(`${back} button[data-range="30d"]`)
+    const month = await admitted('30d')
+    expect(month).toBeGreaterThanOrEqual(11_100)
+    expect(month).toBeLessThan(11_200)
+    expect(await page.locator(`${back} [data-k="back-totals"]`).textContent()).toMatch(/wait p50 \/ p90 2\d(\.\d)? s/)
+    // The JSON behind it: an hour a point over 30 days; a range it does not know is refused.
+    const json = await page.request.get(`${base}history?name=shop&range=30d`)
+    const body = (await json.json()) as { step: number; points: { t: number; admitted: number }[] }
+    expect(body.step).toBe(60)
+    expect(body.points.length).toBeGreaterThanOrEqual(720)
+    expect(body.points.length).toBeLessThanOrEqual(721)
+    expect(Math.max(...body.points.map((p) => p.admitted))).toBe(10_000)
+    expect((await page.request.get(`${base}history?name=shop&range=week`)).status()).toBe(400)
+    expect((await page.request.get(`${base}history?name=other&range=day`)).status()).toBe(400)
     await page.close()
   })
 

@@ -9,7 +9,7 @@ import Fastify from 'fastify'
 import { airlock } from '../../src/express.js'
 import { airlockShield } from '../../src/fastify.js'
 import { createLockServer, memoryResources, redisResources } from '../../src/lock-server.js'
-import { airlockControl, createSemaphore, createSigner, createWaitingRoom, memoryStore, newVisitorId, throttle, type Lease } from '../../src/index.js'
+import { airlockControl, airlockReport, createSemaphore, createSigner, createWaitingRoom, memoryStore, newVisitorId, throttle, type Lease } from '../../src/index.js'
 import { redisStore } from '../../src/redis.js'
 import { countingStore, recordingLogger } from './stores.js'
 import { freePort } from './redis.js'
@@ -100,6 +100,8 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['queue.confirmTimeout', 'duration'],
   ['queue.pollInterval', 'duration'],
   ['queue.page', 'function'],
+  ['history', 'custom', ['x', 1, null, [], () => 1]],
+  ['history.days', 'count', [3651]],
 ]
 const GATE_VALID = [
   { passTtl: LONGEST, provisionalTtl: LONGEST, recheckInterval: LONGEST, storeTimeout: LONGEST, retryAfter: 3600 },
@@ -107,6 +109,9 @@ const GATE_VALID = [
   { mode: 'request', reuseWindow: 0 },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, confirmTimeout: LONGEST, maxLength: 0 } },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, pollInterval: Math.floor(LONGEST / 2.5) - 1 } },
+  { history: { days: 3650 } },
+  { history: false },
+  { history: true },
 ]
 
 export const targets: Target[] = [
@@ -198,7 +203,7 @@ export const targets: Target[] = [
     label: 'gate options',
     base: { logger: recordingLogger(), secret: SECRET, store },
     specs: GATE_SPECS,
-    nested: ['cookie', 'queue'],
+    nested: ['cookie', 'queue', 'history'],
     whole: true,
     make: (o) => airlock(o as never),
     valid: GATE_VALID,
@@ -208,7 +213,7 @@ export const targets: Target[] = [
     label: 'airlockShield options',
     base: { logger: recordingLogger(), secret: SECRET, store },
     specs: [...GATE_SPECS, ['global', 'boolean']],
-    nested: ['cookie', 'queue'],
+    nested: ['cookie', 'queue', 'history'],
     make: async (o) => {
       const app = Fastify()
       app.register(airlockShield, o as never)
@@ -255,6 +260,20 @@ export const targets: Target[] = [
     whole: true,
     make: async (o) => (await import('../../src/proxy.js')).createProxy(o as never),
     valid: [{ upstreamTimeout: '90s', trustProxy: ['10.0.0.0/8', '::1'] }, { metricsPath: '/metrics' }],
+  },
+  {
+    name: 'airlockReport',
+    label: 'airlockReport()',
+    base: { store },
+    specs: [
+      ['name', 'name'],
+      ['store', 'store'],
+      ['from', 'custom', ['tomorrow', '2030-13-45', Number.NaN, -1, Infinity, true, {}, [], 8.64e15 + 1]],
+      ['to', 'custom', ['tomorrow', '2030-13-45', Number.NaN, -1, Infinity, true, {}, [], 8.64e15 + 1]],
+    ],
+    whole: true,
+    make: (o) => airlockReport(o as never),
+    valid: [{ from: 8.64e15 - 86_400_000, to: 8.64e15 }, { from: new Date(0), to: '1970-01-02T00:00:00Z' }, {}],
   },
   {
     name: 'memoryStore',

@@ -1,0 +1,108 @@
+/**
+ * The history report's HTML page in real headless Chromium, served with its own CSP: it loads with
+ * no console error and no policy violation, shows its four charts with their lines drawn, prints
+ * (print media keeps the charts; a PDF comes out), and axe-core finds no WCAG 2.1 A/AA violation.
+ */
+import { createRequire } from 'node:module'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { summarize } from '../../src/core/report.js'
+import { bucketOf } from '../../src/core/histogram.js'
+import { renderReportHtml, REPORT_CSP } from '../../src/pages/report.js'
+import type { MinuteRecord } from '../../src/stores/history.js'
+import { chromiumAvailable } from '../helpers/browser.js'
+import { useChromium } from '../helpers/use-chromium.js'
+
+const axeSource: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source
+const FIRST = Math.floor(Date.UTC(2026, 11, 1, 9, 0, 0) / 60_000)
+
+/** Two hours of a hug: the line grows, then drains; a gap of ten quiet minutes in the middle. */
+function records(): MinuteRecord[] {
+  const out: MinuteRecord[] = []
+  for (let m = 0; m < 120; m++) {
+    if (m >= 60 && m < 70) continue
+    const wait = 1_000 + m * 2_000
+    out.push({
+      minute: FIRST + m,
+      fields: { a: 100 + (m % 7), al: 80, 't.full': m < 30 ? 20 : 0, ab: 3, 'r.visitor': 90, q: Math.max(0, 600 - Math.abs(60 - m) * 10), [`w${bucketOf(wait)}`]: 60, [`w${bucketOf(wait * 2)}`]: 20, wm: wait * 2, [`v${bucketOf(45_000)}`]: 90, vm: 50_000 },
+    })
+  }
+  return out
+}
+
+describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium', () => {
+  const browser = useChromium()
+  let server: Server
+  let url: string
+  beforeAll(async () => {
+    const html = renderReportHtml(summarize('shop', FIRST, FIRST + 120, records()))
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': REPORT_CSP })
+      res.end(html)
+    })
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  })
+  afterAll(async () => {
+    await new Promise((ok) => server?.close(ok))
+  })
+
+  it('loads with no error, shows the four charts drawn, and prints', async () => {
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    const problems: string[] = []
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text())
+    })
+    page.on('pageerror', (e) => problems.push(e.message))
+    try {
+      await page.goto(url)
+      await page.waitForLoadState('load')
+      const charts = await page.$$eval('svg[data-chart]', (svgs) =>
+        svgs.map((s) => ({
+          title: s.getAttribute('data-chart'),
+          width: s.getBoundingClientRect().width,
+          drawn: [...s.querySelectorAll('path')].map((p) => (p as unknown as { getTotalLength(): number }).getTotalLength()),
+        })),
+      )
+      expect(charts.map((c) => c.title)).toEqual(['In line at the minute’s end', 'Admitted a minute', 'Wait in line (s)', 'Visit length (s)'])
+      for (const c of charts) {
+        expect(c.width).toBeGreaterThan(300)
+        expect(Math.min(...c.drawn)).toBeGreaterThan(100)
+      }
+      // The ten quiet minutes break the line: two pieces.
+      expect(await page.$eval('svg[data-chart="In line at the minute’s end"] path', (p) => (p.getAttribute('d')!.match(/M/g) ?? []).length)).toBe(2)
+      expect(await page.textContent('table')).toContain('Admitted')
+      await page.emulateMedia({ media: 'print' })
+      expect(await page.$eval('header', (h) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(h).backgroundColor)).toBe('rgba(0, 0, 0, 0)')
+      expect(await page.$$eval('svg[data-chart]', (s) => s.filter((x) => x.getBoundingClientRect().height > 50).length)).toBe(4)
+      const pdf = await page.pdf({ format: 'A4' })
+      expect(pdf.subarray(0, 5).toString()).toBe('%PDF-')
+      expect(problems).toEqual([])
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('axe-core finds no WCAG 2.1 A/AA violation (320 and 1280 px)', async () => {
+    const found: string[] = []
+    for (const width of [320, 1280]) {
+      const context = await browser().newContext({ viewport: { width, height: 800 }, bypassCSP: true })
+      const page = await context.newPage()
+      try {
+        await page.goto(url)
+        await page.evaluate(axeSource)
+        const violations = (await page.evaluate(() =>
+          (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; help: string }[] }> } }).axe
+            .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+            .then((r) => r.violations),
+        )) as { id: string; help: string }[]
+        for (const v of violations) found.push(`${width}px ${v.id}: ${v.help}`)
+      } finally {
+        await context.close()
+      }
+    }
+    expect(found).toEqual([])
+  })
+})
