@@ -68,7 +68,9 @@ describe.runIf(redisAvailable && hasPromtool)('promtool check metrics', () => {
     const json = { accept: 'application/json' }
     const first = new Map<string, string>()
     const firstFrom = nextAddress()
-    expect((await hit(`${url}/`, { headers: json, from: firstFrom }).then((r) => (keep(first, r.cookies), r))).status).toBe(200)
+    const admitted = await hit(`${url}/`, { headers: json, from: firstFrom })
+    expect(admitted.status).toBe(200)
+    keep(first, admitted.cookies)
     const second = new Map<string, string>()
     const secondFrom = nextAddress()
     const queued = await hit(`${url}/`, { headers: json, from: secondFrom })
