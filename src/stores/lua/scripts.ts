@@ -57,7 +57,9 @@ local cap = limit
 if rate > 0 then cap = math.min(limit, u + rate_room(now, rate)) end
 -- After a promotion, nobody new is admitted (a holder's own slot is still found), not from the line either.
 local changed = server_changed(now, ttl)
-if changed and not queued and not redis.call('ZSCORE', H, token) then return with_ended(reply_busy(now, next_expiry())) end
+if changed and not queued and not redis.call('ZSCORE', H, token) then
+  return with_ended(reply_busy(now, next_expiry()))
+end
 local admits = mayAdmit and not hold and not changed
 
 -- A token new to the semaphore counts against its client's share (client ''; no share): checked
@@ -167,7 +169,8 @@ if not result then
     if maxLength > 0 and length >= maxLength then
       result = reply_full(length, now)
     else
-      redis.call('ZADD', Q, shuffle > 0 and shuffle - ${PRE_QUEUE_BASE} or arrival(now), token)
+      local number = shuffle > 0 and shuffle - ${PRE_QUEUE_BASE} or arrival(now)
+      redis.call('ZADD', Q, number, token)
       -- A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
       redis.call('ZADD', S, now + (confirm > 0 and confirm or idle), token)
       redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
