@@ -194,6 +194,11 @@ export class Gate<Req = unknown> {
     return this.#adaptor?.learnsFrom(decision) ?? false
   }
 
+  /** Tells `sink` of every visitor from now on (see tally.ts: what is told, when); returns the function that removes it. */
+  addVisitSink(sink: VisitSink): () => void {
+    return this.#tally.add(sink)
+  }
+
   /** Counts a decision, and publishes it while `airlock:decision` has a subscriber (`t0` < 0: taken synchronously). */
   private decided<D extends GateDecision>(d: D, t0: number): D {
     this.stats.count(d)

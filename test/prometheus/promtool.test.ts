@@ -13,6 +13,7 @@ import { airlockShield } from '../../src/fastify.js'
 import { airlockMetrics, type AirlockMetrics } from '../../src/prometheus.js'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { airlockControl } from '../../src/core/control.js'
+import type { Gate } from '../../src/gate/gate.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { hit, nextAddress } from '../http/harness.js'
@@ -63,6 +64,8 @@ describe.runIf(redisAvailable && hasPromtool)('promtool check metrics', () => {
     await app.listen({ port: 0, host: '127.0.0.1' })
     const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
     await airlockControl({ name: 'promtool', store }).set({ admissionRate: 600 }, { by: 'test' })
+    const gate = (app as unknown as { airlockGate: Gate }).airlockGate
+    await until(() => gate.control.admissionRate === 600, 10_000) // applied (pushed, or re-read) before the scrape
 
     // One visitor in, one in line; the first leaves (Airlock-Command: release), the second is let in from the line.
     const json = { accept: 'application/json' }
