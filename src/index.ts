@@ -24,6 +24,7 @@ export {
   type RunOptions,
   type SemaphoreOptions,
   type SemaphoreState,
+  type TryAcquireResult,
 } from './core/semaphore.js'
 export { throttle, type Throttled, type ThrottleOptions } from './core/throttle.js'
 export {
@@ -54,6 +55,7 @@ export type {
   RefreshResult,
   Store,
   StoreStatus,
+  StoreEnded,
 } from './stores/types.js'
 export { createGate, Gate } from './gate/gate.js'
 export {

@@ -108,7 +108,7 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
       expect(sample(text, 'airlock_slots_held', { gate: name })).toBe(7)
       expect(sample(text, 'airlock_limit', { gate: name })).toBe(7)
       expect(sample(text, 'airlock_queue_length', { gate: name })).toBe(3)
-      expect(sample(text, 'airlock_admissions_per_minute', { gate: name })).toBe(7)
+      expect(sample(text, 'airlock_admissions_per_second', { gate: name })).toBeCloseTo(7 / 60, 6)
       expect(sample(text, 'airlock_breaker_open', { gate: name })).toBe(0)
       expect(sample(text, 'airlock_store_duration_seconds_count', { store: 'redis', operation: 'acquire', outcome: 'ok' })).toBe(15)
 

@@ -41,12 +41,20 @@ export interface BreakerEvent {
 /** The waiting room's line, as a gate sees it (`airlock:queue`). */
 export interface QueueEvent {
   gate: string
-  /** `enter`: a new place; `wait`: a visitor polls its place; `admit`: let in from the line; `full`: refused, the line is full. */
-  event: 'enter' | 'wait' | 'admit' | 'full'
+  /**
+   * `enter`: a new place; `wait`: a visitor polls its place; `admit`: let in from the line; `full`:
+   * refused, the line is full; `abandon`: places given up (lapsed: their visitors stopped asking;
+   * or left with "Leave the line").
+   */
+  event: 'enter' | 'wait' | 'admit' | 'full' | 'abandon'
   /** 1-based place in line (`enter`, `wait`); `null` in random order or when unknown. */
   position: number | null
   /** Visitors in line. */
   waiting: number | null
+  /** `admit`: how long the place waited, from taking it to admission (ms; the store's clock when it tells); else `null`. */
+  waitMs: number | null
+  /** `abandon`: how many places; else 1. */
+  count: number
 }
 
 /**
@@ -80,10 +88,16 @@ export interface LimitEvent {
   recent: number | null
 }
 
-/** A visitor's slot or pass given back early by the origin or the app (`Airlock-Command: release`). */
+/**
+ * A visitor's slot or pass ended (`airlock:release`): `visitor` (its request ended, request mode),
+ * `origin` (the origin's `Airlock-Command: release`, or the app's `release()`), `expiry` (its time
+ * ran out in the store), `operator` (freed by the gate's operator or its adaptive limit).
+ */
 export interface ReleaseEvent {
   gate: string
-  by: 'command'
+  by: 'visitor' | 'origin' | 'expiry' | 'operator'
+  /** How long the visit lasted, from admission to the slot's end (ms); `null` when not known. */
+  visitMs: number | null
 }
 
 /**

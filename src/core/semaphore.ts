@@ -1,5 +1,5 @@
 import { resolveStore } from '../stores/resolve.js'
-import type { AcquireResult, ClientShare, QueueRequest, Store } from '../stores/types.js'
+import type { AcquireResult, ClientShare, QueueRequest, Store, StoreEnded } from '../stores/types.js'
 import { LeaseImpl, newToken, type Lease, type LeaseHandle, type RunContext, type SemaphoreState } from './lease.js'
 import { runHolding, waitInLine } from './waiting.js'
 import { AirlockError, optionError } from '../base/errors.js'
@@ -17,6 +17,12 @@ import {
   waitDuration,
   type Duration,
 } from '../base/validate.js'
+
+/**
+ * What {@link Semaphore.tryAcquire} answers: a lease, or why not; `ended`: what the store dropped as
+ * it answered (slots that expired, places that lapsed; see `StoreEnded`), for a gate's figures.
+ */
+export type TryAcquireResult = ({ lease: Lease } | { lease: null; refused: 'full' | 'client-share' }) & { ended?: StoreEnded }
 
 /** Options of {@link createSemaphore}. All durations in milliseconds, at most 2^31 − 1 (a timer's limit). */
 export interface SemaphoreOptions {
@@ -138,7 +144,7 @@ export class Semaphore {
    * {@link acquire}, saying why not: `'full'` (full, others waiting, or {@link quarantined}) or
    * `'client-share'` (`options.client` is over its share; see `ClientShare`).
    */
-  async tryAcquire(options: AcquireOptions & { client?: ClientShare } = {}): Promise<{ lease: Lease } | { lease: null; refused: 'full' | 'client-share' }> {
+  async tryAcquire(options: AcquireOptions & { client?: ClientShare } = {}): Promise<TryAcquireResult> {
     optionsObject('tryAcquire()', options, ['weight', 'client'])
     if (this.quarantined()) {
       this.weightOf(options)
@@ -154,8 +160,9 @@ export class Semaphore {
       admissionRate: this.#rate() ?? undefined,
       client: options.client,
     })
-    if (result.status === 'acquired') return { lease: this.leaseFrom(token, result) }
-    return { lease: null, refused: result.status === 'client-share' ? 'client-share' : 'full' }
+    const ended = result.ended === undefined ? undefined : { ended: result.ended }
+    if (result.status === 'acquired') return { lease: this.leaseFrom(token, result), ...ended }
+    return { lease: null, refused: result.status === 'client-share' ? 'client-share' : 'full', ...ended }
   }
 
   /**

@@ -1,5 +1,5 @@
 import { resolveStore } from '../stores/resolve.js'
-import type { AcquireResult, ClientShare, QueueRequest, QueueSettings, Store } from '../stores/types.js'
+import type { AcquireResult, ClientShare, QueueRequest, QueueSettings, Store, StoreEnded } from '../stores/types.js'
 import { QUEUE_KEYS, queueSettings, type QueueDefaults } from './queue.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { runHolding, waitInLine } from './waiting.js'
@@ -56,6 +56,11 @@ export interface WithAdmittedOptions {
 export interface Admitted {
   status: 'admitted'
   lease: Lease
+  /**
+   * Admitted from the line just now: how long its place had waited (ms, the store's clock). Absent
+   * when admitted without waiting, found admitted again, or when the store cannot tell.
+   */
+  waited?: number
 }
 
 /** The visitor waits in line. */
@@ -89,8 +94,11 @@ export interface OverShare {
   status: 'client-share'
 }
 
-/** What {@link WaitingRoom.enter} answers. */
-export type EnterResult = Admitted | Queued | Full | OverShare
+/**
+ * What {@link WaitingRoom.enter} answers; `ended`: what the store dropped as it answered (slots
+ * that expired, places that lapsed; see `StoreEnded`), for a gate's figures.
+ */
+export type EnterResult = (Admitted | Queued | Full | OverShare) & { ended?: StoreEnded }
 
 /** What {@link WaitingRoom.poll} answers: never admits, never joins. */
 export type PollResult = Admitted | Queued | { status: 'absent' }
@@ -216,11 +224,11 @@ export class WaitingRoom {
       if (options.hold || options.shuffle) line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
     }
     const result = await this.ask(token, line, options?.fresh === true, options?.client)
-    if (result.status === 'full') return { status: 'full', waiting: result.waiting }
-    if (result.status === 'client-share') return { status: 'client-share' }
-    const answer = this.answer(token, result)
+    const answer: EnterResult | PollResult =
+      result.status === 'full' ? { status: 'full', waiting: result.waiting } : result.status === 'client-share' ? { status: 'client-share' } : this.answer(token, result)
     if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
-    return answer
+    if (answer.status === 'admitted' && result.status === 'acquired' && result.waited !== undefined) answer.waited = result.waited
+    return result.ended === undefined ? answer : { ...answer, ended: result.ended }
   }
 
   /**

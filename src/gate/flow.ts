@@ -11,6 +11,7 @@ import type { LossWatch } from './failover.js'
 import type { EffectiveLimit } from './limit.js'
 import type { GateSettings } from './options.js'
 import type { ControlInForce } from './live-control.js'
+import type { Tally } from './tally.js'
 import type { BusyDecision, GateDecision, RequestView } from './types.js'
 
 /** The parts of a gate its decision flows use. */
@@ -27,6 +28,8 @@ export interface GateParts<Req> {
   /** The store unavailable (`onStoreError: 'local'`), or it lost its last writes (a failover). */
   readonly share: LocalShare
   readonly loss: LossWatch
+  /** The gate's account of its visitors: every sink it has (see tally.ts). */
+  readonly tally: Tally
 }
 
 /** One mode's decision flow, behind the `Gate` façade. */
@@ -39,10 +42,11 @@ export abstract class Flow<Req> {
   protected readonly control: ControlInForce
   protected readonly share: LocalShare
   protected readonly loss: LossWatch
+  protected readonly tally: Tally
   protected readonly releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
 
   constructor(parts: GateParts<Req>) {
-    ;({ s: this.s, sem: this.sem, guard: this.guard, answers: this.answers, limit: this.limit, control: this.control, share: this.share, loss: this.loss } = parts)
+    ;({ s: this.s, sem: this.sem, guard: this.guard, answers: this.answers, limit: this.limit, control: this.control, share: this.share, loss: this.loss, tally: this.tally } = parts)
   }
 
   /** A request that is gated (not bypassed, not skipped, no passthrough): synchronous when it can be. */

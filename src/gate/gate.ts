@@ -23,12 +23,13 @@ import { liveGates } from './registry.js'
 import { MinuteTally } from '../core/history.js'
 import { isAirlockError } from '../base/errors.js'
 import { historyFor } from '../stores/history.js'
-import type { VisitSink } from './tally-types.js'
 import { BYPASS, CONFIRM_QUERY, holdsPass } from './decisions.js'
 import { Passes } from './passes.js'
 import type { Flow, GateParts } from './flow.js'
 import { SessionFlow } from './session.js'
 import { RequestFlow } from './request.js'
+import { Tally, type ReleasedBy, type VisitSink } from './tally.js'
+import { VisitEvents } from './figures.js'
 import type {
   BypassDecision,
   GateDecision,
@@ -73,10 +74,10 @@ export class Gate<Req = unknown> {
   readonly #limit: EffectiveLimit
   readonly #control: ControlInForce
   readonly #adaptor: AdaptiveGate | undefined
+  /** The gate's account of its visitors: every sink it has (see tally.ts). */
+  readonly #tally: Tally
   /** This gate's mode's decision flow (session.ts or request.ts). */
   readonly #flow: Flow<Req>
-  /** Told of every visitor (tally-types.ts): the per-minute history, and any added with {@link addVisitSink}. */
-  readonly #sinks: VisitSink[] = []
   readonly #history: MinuteTally | undefined
   private readonly sem: Semaphore
   private readonly guard: StoreGuard
@@ -99,6 +100,8 @@ export class Gate<Req = unknown> {
     this.cookieName = s.cookie.name
     this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.slotTtl, store: s.store })
     const stats = (this.stats = new GateStats(s.mode, liveLimit))
+    const tally = (this.#tally = new Tally([stats.visits, new VisitEvents(s.name)]))
+    tallies.set(this as unknown as Gate<never>, tally)
     this.guard = new StoreGuard({
       name: s.name,
       budgetName: 'storeTimeout',
@@ -128,19 +131,19 @@ export class Gate<Req = unknown> {
     const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce, s.languages))
     const share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl)
     const loss = new LossWatch(s.store, s.name, s.logger, s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl)
-    const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, control, share, loss }
+    const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, control, share, loss, tally }
     // The session flow checks the queue's options (its line), so it is built before any timer starts.
     const session = s.mode === 'session' ? new SessionFlow<Req>(parts, this.#passes) : undefined
     this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
     const onAdaptError = (err: unknown): void => this.guard.logFailure(err, 'adaptive limit')
-    this.#adaptor = s.adaptive && new AdaptiveGate(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d))
+    this.#adaptor = s.adaptive && new AdaptiveGate(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d, 'operator'))
     this.#flow = session ?? new RequestFlow<Req>(parts, this.#adaptor)
     if (s.control) this.ready = control.start()
     if (s.history) {
       // A store closed before its gates: the last minute is lost, as the caller chose.
       const onError = (err: unknown): void => void (isAirlockError(err, 'ERR_AIRLOCK_CLOSED') || this.guard.logFailure(err, 'history'))
       this.#history = new MinuteTally({ storage: historyFor(s.store)!, name: s.name, keepMs: s.history.days * 86_400_000, onError })
-      this.#sinks.push(this.#history)
+      this.#tally.add(this.#history)
     }
     this.#ref = new WeakRef(this as unknown as Gate<never>)
     liveGates.add(this.#ref)
@@ -201,18 +204,17 @@ export class Gate<Req = unknown> {
     return this.#adaptor?.learnsFrom(decision) ?? false
   }
 
-  /** Tells `sink` of every visitor from now on (admitted, turned away, abandoned, released). */
-  addVisitSink(sink: VisitSink): void {
-    this.#sinks.push(sink)
+  /** Tells `sink` of every visitor from now on (see tally.ts: what is told, when); returns the function that removes it. */
+  addVisitSink(sink: VisitSink): () => void {
+    return this.#tally.add(sink)
   }
 
   /** Counts a decision, and publishes it while `airlock:decision` has a subscriber (`t0` < 0: taken synchronously). */
   private decided<D extends GateDecision>(d: D, t0: number): D {
     this.stats.count(d)
-    if (this.#sinks.length > 0) {
-      if (d.kind === 'admit') for (const sink of this.#sinks) sink.admitted(d.reason === 'line' ? 'line' : 'slot', null)
-      else if (d.kind === 'busy') for (const sink of this.#sinks) sink.turnedAway(d.reason)
-    }
+    // Admissions from the line are told by the session flow, with their wait.
+    if (d.kind === 'admit' && d.reason !== 'line') this.#tally.admitted('slot', null)
+    else if (d.kind === 'busy') this.#tally.turnedAway(d.reason)
     if (this.#adaptor && (d.kind === 'queued' || (d.kind === 'busy' && d.reason === 'full'))) this.#adaptor.refused()
     if (decisionChannel.hasSubscribers) {
       const reason = d.kind === 'admit' || d.kind === 'busy' ? d.reason : undefined
@@ -246,15 +248,18 @@ export class Gate<Req = unknown> {
   /**
    * Ends what `decision` holds: a request-mode slot, or (session mode) the visitor's pass and its
    * slot. Send {@link clearCookie} with the response to forget the pass in the browser.
-   * `true` when a live slot was freed. Never rejects.
+   * `true` when a live slot was freed. Never rejects. (`by`: who ended it, for the figures; the app
+   * or the origin unless the gate says otherwise.)
    */
-  async release(decision: GateDecision): Promise<boolean> {
-    if (decision.kind === 'admit' && decision.slot) return decision.slot.release()
+  async release(decision: GateDecision, by: ReleasedBy = 'origin'): Promise<boolean> {
+    if (decision.kind === 'admit' && decision.slot) return (decision.slot as InternalSlot).release(false, by)
     if (!holdsPass(decision)) return false
     const token = decision.token
     this.#passes.forget(token)
     try {
-      return await this.sem.lease(token).release()
+      const freed = await this.sem.lease(token).release()
+      if (freed) this.#tally.released(by, null)
+      return freed
     } catch (err) {
       this.guard.logFailure(err, 'release')
       return false
@@ -277,7 +282,7 @@ export class Gate<Req = unknown> {
    * its own counters (this one first, with its latest figures). One store call.
    */
   async status(): Promise<GateStatus> {
-    const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats)
+    const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats, (e) => this.#tally.ended(e))
     return { ...status, limitSource: this.#limit.source, control: this.#control.state, adaptive: this.#adaptor?.state ?? null }
   }
 
@@ -298,6 +303,22 @@ export class Gate<Req = unknown> {
     // The last minute goes to the store, within the store budget (a store already gone costs no more).
     if (this.#history) await Promise.race([this.#history.close(), new Promise((r) => setTimeout(r, this.storeTimeout).unref())])
   }
+}
+
+/** The gates' tallies, for {@link addVisitSink}. */
+const tallies = new WeakMap<Gate<never>, Tally>()
+
+/** A request-mode slot's release as the gate calls it: with who ended it (see slot-pool.ts `requestSlot`). */
+type InternalSlot = { release(failed: boolean, by: ReleasedBy): Promise<boolean> }
+
+/**
+ * Internal (the per-minute history): adds a sink to everything `gate` tells of its visitors (see
+ * tally.ts: what calls it, when). Returns the function that removes it.
+ */
+export function addVisitSink(gate: Gate<never> | Gate<unknown>, sink: VisitSink): () => void {
+  const tally = tallies.get(gate as Gate<never>)
+  if (tally === undefined) throw new TypeError('addVisitSink() needs a gate made by createGate()')
+  return tally.add(sink)
 }
 
 /**

@@ -2,7 +2,6 @@
  * What a decision holds and how it is released, for the adapters: both build `reply.airlock`
  * (Fastify) and `res.locals.airlock` (Express) here, so the branching lives in one place.
  */
-import { releaseChannel, type ReleaseEvent } from '../base/events.js'
 import { holdsPass, type Gate } from './gate.js'
 import type { AirlockHandle, GateDecision } from './types.js'
 
@@ -52,13 +51,12 @@ export const COMMAND_HEADER = 'airlock-command'
 /**
  * Acts on an `Airlock-Command` value: `release` ends what the decision holds, as
  * `control.release()` (the slot or pass freed, the cookie cleared), and is published on
- * `airlock:release`. `false` for a value it does not know (nothing done).
+ * `airlock:release` with `by: 'origin'`. `false` for a value it does not know (nothing done).
  */
-export function runCommand<Req>(gate: Gate<Req>, control: AirlockHandle, value: string | number | string[] | undefined): boolean {
+export function runCommand<Req>(_gate: Gate<Req>, control: AirlockHandle, value: string | number | string[] | undefined): boolean {
   const command = String(value ?? '').trim().toLowerCase()
   if (command !== 'release') return false
   if (control.decision === undefined || control.decision.kind === 'bypass') return true
-  void control.release()
-  if (releaseChannel.hasSubscribers) releaseChannel.publish({ gate: gate.name, by: 'command' } satisfies ReleaseEvent)
+  void control.release() // told as a release by the origin (gate.release's default)
   return true
 }

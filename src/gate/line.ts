@@ -7,7 +7,7 @@ import { createSigner, type Signer } from '../base/signing.js'
 import { received, duration, inMs, knownKeys } from '../base/validate.js'
 import { LineAnswers, type LinePlace } from '../pages/answers.js'
 import type { PageLanguages } from '../pages/language.js'
-import { decodeTicket, encodeTicket, TICKET_CONTEXT, TICKET_MAX_LENGTH } from './ticket.js'
+import { encodeTicket, readTicketValue, TICKET_CONTEXT, TICKET_MAX_LENGTH, type TicketFields } from './ticket.js'
 import type { Opening } from './live-control.js'
 import { challengeSettings } from './challenge.js'
 import type { GateQueueOptions } from './option-types.js'
@@ -90,11 +90,11 @@ export class GateLine {
     this.door = challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`, settings.languages)
   }
 
-  /** The visitor id of the first valid ticket of this gate in the `Cookie` header, if any. */
-  readTicket(cookieHeader: string | string[] | undefined, now: number): string | undefined {
+  /** The first valid ticket of this gate in the `Cookie` header (its visitor id, when it was issued), if any. */
+  readTicket(cookieHeader: string | string[] | undefined, now: number): TicketFields | undefined {
     for (const value of cookieValues(cookieHeader, this.ticketCookieName)) {
-      const id = decodeTicket(this.signer, value, this.gate, now)
-      if (id !== null) return id
+      const ticket = readTicketValue(this.signer, value, this.gate, now)
+      if (ticket !== null) return ticket
     }
     return undefined
   }

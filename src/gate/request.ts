@@ -3,7 +3,7 @@
  * gate's pool of finished requests' slots (synchronously, `reuseWindow`) or from the store.
  */
 import type { Lease } from '../core/semaphore.js'
-import { releaseLate } from './decisions.js'
+import { releaseLateTry } from './decisions.js'
 import { measureFrom, type AdaptiveGate } from './adaptive.js'
 import { pooledSlot, requestSlot, SlotPool, type PooledSlot } from './slot-pool.js'
 import { Flow, type GateParts } from './flow.js'
@@ -50,7 +50,9 @@ export class RequestFlow<Req> extends Flow<Req> {
     if (this.loss.quarantined(sentAt)) return this.storeFailed(view, undefined)
     let lease: Lease | null
     try {
-      lease = await this.call(() => this.sem.acquire(), sentAt + this.s.storeTimeout, releaseLate)
+      const got = await this.call(() => this.sem.tryAcquire(), sentAt + this.s.storeTimeout, releaseLateTry)
+      this.tally.ended(got.ended)
+      lease = got.lease
     } catch (err) {
       return this.storeFailed(view, err)
     }
@@ -62,7 +64,11 @@ export class RequestFlow<Req> extends Flow<Req> {
     const token = slot.lease.token
     const measured = this.adaptor && measureFrom(this.adaptor, performance.now())
     this.share.entered()
-    const counted = requestSlot(slot, this.pool, this.releaseError, measured, this.share.left)
+    const admittedAt = Date.now()
+    const counted = requestSlot(slot, this.pool, this.releaseError, measured, (by) => {
+      this.share.left()
+      this.tally.released(by, Date.now() - admittedAt)
+    })
     return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
   }
 }

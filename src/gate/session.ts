@@ -95,10 +95,10 @@ export class SessionFlow<Req> extends Flow<Req> {
    */
   private async leave(line: GateLine, view: RequestView<Req>): Promise<GateDecision> {
     if (!sameSite(view.headers)) return { kind: 'bypass', setCookie: undefined, response: CROSS_SITE }
-    const visitorId = line.readTicket(view.headers.cookie, Date.now())
+    const visitorId = line.readTicket(view.headers.cookie, Date.now())?.visitorId
     if (visitorId !== undefined) {
       try {
-        await this.call(() => line.room.leave(visitorId), Date.now() + this.s.storeTimeout)
+        if (await this.call(() => line.room.leave(visitorId), Date.now() + this.s.storeTimeout)) this.tally.abandoned(1)
       } catch (err) {
         // The place lapses by itself after idleTimeout without polls; the visitor is told they left.
         this.guard.logFailure(err, 'leave the line')
@@ -124,6 +124,7 @@ export class SessionFlow<Req> extends Flow<Req> {
     } catch (err) {
       return this.storeFailed(view, err)
     }
+    this.tally.ended(got.ended)
     const lease = got.lease
     if (lease === null && got.refused === 'client-share') return this.busy(view, 'client-share')
     if (lease === null || !this.share.keeps(lease, this.releaseError)) return this.full(view)
@@ -162,7 +163,8 @@ export class SessionFlow<Req> extends Flow<Req> {
    */
   private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers, client: ClientShare | undefined): Promise<GateDecision> {
     const t0 = Date.now()
-    const ticketId = line.readTicket(view.headers.cookie, t0)
+    const ticket = line.readTicket(view.headers.cookie, t0)
+    const ticketId = ticket?.visitorId
     const fresh = ticketId === undefined
     // Closed: nobody new in line; those in it keep their places (held) for the reopening.
     if (newcomers.kind === 'closed' && fresh) return this.busy(view, 'closed')
@@ -183,6 +185,7 @@ export class SessionFlow<Req> extends Flow<Req> {
       this.guard.logFailure(err, 'the line is held: busy')
       return this.busy(view, 'store-unavailable')
     }
+    this.tally.ended(result.ended)
     if (result.status === 'full') {
       this.queueEvent('full', null, result.waiting)
       return this.busy(view, 'full')
@@ -193,16 +196,17 @@ export class SessionFlow<Req> extends Flow<Req> {
       const place = line.place(result, opening)
       if (line.door) line.door.pressure.waiting = place.waiting // the line's length raises the door's difficulty
       this.queueEvent(ticketId === undefined ? 'enter' : 'wait', place.position, place.waiting)
-      const ticket = `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.passes.secureTail(this.s.cookie.tail, view.secure)}`
+      const cookie = `${line.ticketCookieName}=${line.ticket(visitorId, t0)}${this.passes.secureTail(this.s.cookie.tail, view.secure)}`
       return {
         kind: 'queued',
         ...place,
-        setCookie: ticketId === undefined ? ticket : undefined,
+        setCookie: ticketId === undefined ? cookie : undefined,
         response: line.answers.queued(place, this.answers.request(view), poll),
       }
     }
     // The ticket stays: it names the visitor in this gate's line, and a place only exists in the store.
-    if (ticketId !== undefined) this.queueEvent('admit', null, null)
+    // Its wait: the store's (from taking the place), else the ticket's age (from the first 202).
+    if (ticket !== undefined) this.tally.admitted('line', result.waited ?? Math.max(0, Date.now() - ticket.issuedAt))
     const response = poll ? line.answers.admitted() : undefined
     return this.admitWithPass(view, visitorId, ticketId === undefined ? 'slot' : 'line', t0, response)
   }
@@ -215,6 +219,6 @@ export class SessionFlow<Req> extends Flow<Req> {
   }
 
   private queueEvent(event: QueueEvent['event'], position: number | null, waiting: number | null): void {
-    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.s.name, event, position, waiting } satisfies QueueEvent)
+    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.s.name, event, position, waiting, waitMs: null, count: 1 } satisfies QueueEvent)
   }
 }

@@ -1,5 +1,6 @@
 import type { Lease, Semaphore } from '../core/semaphore.js'
 import type { RequestSlot } from './types.js'
+import type { ReleasedBy } from './tally-types.js'
 
 /** Most idle slots a pool keeps (beyond it a finished request's slot is released at once). */
 const MAX_IDLE = 1024
@@ -160,12 +161,20 @@ export class SlotPool {
  * or to the store. A failed release is only logged: the slot then frees itself after `ttl`.
  * `measured` (the adaptive limit) is told how the request ended and answers how much longer (ms) a
  * failed request keeps its slot; the release then waits that long. `onFree` is told once, when the
- * slot is freed (the local share's count of requests in flight).
+ * slot is freed (the local share's count of requests in flight, the gate's figures), with who ended
+ * it: `release(failed, by)`, `by` the gate's own second argument (`'visitor'`: the request ended).
  */
-export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onError: (err: unknown) => void, measured?: (failed: boolean) => number, onFree?: () => void): RequestSlot {
+export function requestSlot(
+  slot: PooledSlot,
+  pool: SlotPool | undefined,
+  onError: (err: unknown) => void,
+  measured?: (failed: boolean) => number,
+  onFree?: (by: ReleasedBy) => void,
+): RequestSlot {
   let done: Promise<boolean> | undefined
+  let endedBy: ReleasedBy = 'visitor'
   const free = (): Promise<boolean> => {
-    onFree?.()
+    onFree?.(endedBy)
     if (pool) {
       pool.give(slot, Date.now())
       return Promise.resolve(true)
@@ -177,8 +186,9 @@ export function requestSlot(slot: PooledSlot, pool: SlotPool | undefined, onErro
   }
   return {
     token: slot.lease.token,
-    release: (failed = false) => {
+    release: (failed = false, by: ReleasedBy = 'visitor') => {
       if (done) return done
+      endedBy = by
       const keep = measured?.(failed) ?? 0
       done = keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(free) : free()
       return done

@@ -8,13 +8,30 @@ import { estimateWait } from '../core/waiting-room.js'
 import type { Store } from '../stores/types.js'
 import type { GateDecision, GateStatus } from './types.js'
 import type { GateCounters, InstanceReport } from './status-types.js'
+import { VisitFigures } from './figures.js'
+import type { StoreEnded } from '../stores/types.js'
 
 let sequence = 0
 const SAMPLES = 256
 
 export class GateStats {
   readonly id: string
-  readonly counters: GateCounters = { admitted: 0, busy: 0, queued: 0, pass: 0, bypass: 0, storeErrors: 0, clientShare: 0, challenged: 0, challengeFailed: 0 }
+  readonly counters: GateCounters = {
+    admitted: 0,
+    busy: 0,
+    queued: 0,
+    pass: 0,
+    bypass: 0,
+    storeErrors: 0,
+    clientShare: 0,
+    challenged: 0,
+    challengeFailed: 0,
+    admittedFromLine: 0,
+    abandoned: 0,
+    released: { visitor: 0, origin: 0, expiry: 0, operator: 0 },
+  }
+  /** The visit sink behind `counters`' visit figures and the recent waits and visits (see tally.ts). */
+  readonly visits = new VisitFigures(this.counters)
   breaker: 'open' | 'closed' = 'closed'
   /** Admissions per second over the last minute: a ring indexed by second. */
   private readonly perSecond = new Uint32Array(60)
@@ -76,9 +93,10 @@ export class GateStats {
       pid: process.pid,
       mode: this.mode,
       limit: this.limit(),
-      counters: { ...this.counters },
+      counters: { ...this.counters, released: { ...this.counters.released } },
       admittedLastMinute: this.admittedLastMinute(now),
       storeLatencyMs: { p50: at(0.5), p99: at(0.99) },
+      ...this.visits.figures(now),
       breaker: this.breaker,
       at: now,
     }
@@ -162,8 +180,8 @@ export interface ClusterStatus {
   at: number
 }
 
-/** {@link ClusterStatus} of gate `name` in `store` (one store call). */
-export async function clusterStatus(store: Store, name: string, limit?: number): Promise<ClusterStatus> {
+/** {@link ClusterStatus} of gate `name` in `store` (one store call; `onEnded` is told what it dropped, see `StoreEnded`). */
+export async function clusterStatus(store: Store, name: string, limit?: number, onEnded?: (e: StoreEnded | undefined) => void): Promise<ClusterStatus> {
   let held: number
   let waiting: number
   let etaMs: number | null = null
@@ -171,6 +189,7 @@ export async function clusterStatus(store: Store, name: string, limit?: number):
   let instances: InstanceReport[] = []
   if (typeof store.status === 'function') {
     const st = await store.status(name)
+    onEnded?.(st.ended)
     ;({ held, waiting } = st)
     etaMs = estimateWait(waiting + 1, st.admitted, st.windowMs).eta
     at = st.now
@@ -196,9 +215,16 @@ export async function clusterStatus(store: Store, name: string, limit?: number):
 }
 
 /** A gate's cluster-wide status from its store, this instance first with its latest figures (see `Gate.status`). */
-export async function gateStatus(store: Store, name: string, mode: 'session' | 'request', limit: number, stats: GateStats): Promise<Omit<GateStatus, 'limitSource' | 'control' | 'adaptive'>> {
+export async function gateStatus(
+  store: Store,
+  name: string,
+  mode: 'session' | 'request',
+  limit: number,
+  stats: GateStats,
+  onEnded?: (e: StoreEnded | undefined) => void,
+): Promise<Omit<GateStatus, 'limitSource' | 'control' | 'adaptive'>> {
   const own = { ...stats.report(Date.now()), self: true }
-  const cluster = await clusterStatus(store, name, limit)
+  const cluster = await clusterStatus(store, name, limit, onEnded)
   const others = cluster.instances.filter((i) => i.id !== own.id).map((i) => ({ ...i, self: false }))
   const instances = [own, ...others]
   return {

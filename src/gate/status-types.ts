@@ -6,6 +6,7 @@
  */
 import type { AdaptiveStep } from '../core/adaptive.js'
 import type { AdaptiveSettings } from './option-types.js'
+import type { ReleasedBy } from './tally-types.js'
 
 /** Decisions of one instance since it started. */
 export interface GateCounters {
@@ -21,6 +22,21 @@ export interface GateCounters {
   /** Proof-of-work challenges sent (`queue.challenge`; counted in `busy` too), and solutions refused. */
   challenged: number
   challengeFailed: number
+  /** Admissions from the line (counted in `admitted` too). */
+  admittedFromLine: number
+  /** Places in line given up: lapsed (the visitor stopped asking) or left (`Leave the line`). */
+  abandoned: number
+  /** Slots and passes that ended, by how (see `ReleasedBy`): told by this instance (expiries: by the store calls it made). */
+  released: Record<ReleasedBy, number>
+}
+
+/** Percentiles of recent waits or visits (ms; `null` while none). */
+export interface RecentFigures {
+  p50: number | null
+  p90: number | null
+  max: number | null
+  /** How many the figures are over (the recent window, up to the last 512). */
+  count: number
 }
 
 /** What an instance reports (JSON in the store) and how `Gate.status()` shows it. */
@@ -36,6 +52,13 @@ export interface InstanceReport {
   admittedLastMinute: number
   /** Store call latency over the last calls (up to 256), ms. */
   storeLatencyMs: { p50: number | null; p99: number | null }
+  /**
+   * Waits of the visitors this instance let in from the line (from taking the place to admission),
+   * and visits that ended (from admission to the slot's end, when known), over the last 5 minutes, ms.
+   * Absent in reports of instances of older versions.
+   */
+  waitMs?: RecentFigures
+  visitMs?: RecentFigures
   breaker: 'open' | 'closed'
   /** When it reported (its clock, ms). */
   at: number

@@ -38,11 +38,16 @@ export function encodeTicket(signer: Signer, ticket: TicketFields): string {
  * {@link TICKET_MAX_AGE_MS} before `now` (and not in the future by more than a minute), else `null`.
  */
 export function decodeTicket(signer: Signer, value: string, gate: string, now: number): string | null {
+  return readTicketValue(signer, value, gate, now)?.visitorId ?? null
+}
+
+/** {@link decodeTicket}, with the ticket's fields. */
+export function readTicketValue(signer: Signer, value: string, gate: string, now: number): TicketFields | null {
   const fields = signer.verify(value)
   if (fields?.length !== 4 || fields[0] !== TICKET_VERSION || fields[1] !== gate) return null
   const [, , visitorId, issued] = fields as [string, string, string, string]
   if (visitorId.length === 0 || !/^[0-9a-z]{1,11}$/.test(issued)) return null
   const issuedAt = parseInt(issued, 36)
   if (issuedAt > now + 60_000 || now - issuedAt > TICKET_MAX_AGE_MS) return null
-  return visitorId
+  return { gate, visitorId, issuedAt }
 }

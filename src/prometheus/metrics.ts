@@ -9,8 +9,9 @@
  * app.get('/metrics', async (_req, reply) => reply.type(register.contentType).send(await register.metrics()))
  * ```
  *
- * Counters and the store latency histogram follow the events on `node:diagnostics_channel`; the
- * gauges (slots held, limit, the line, admissions per minute, ETA, breaker) are read at scrape time
+ * Counters and histograms (store latency, waits in line, visits) follow the events on
+ * `node:diagnostics_channel`; the gauges (slots held, limit, the line, admissions a second, ETA,
+ * breaker) are read at scrape time
  * from every open gate of this process, cluster-wide where its store knows (one store call per gate,
  * at most once per `statusCacheMs`). Metric names and labels: docs/observability.md.
  */
@@ -41,6 +42,9 @@ export interface AirlockMetrics {
 }
 
 const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
+/** Buckets of the waits in line and the visits (seconds): from a second to an hour. */
+export const WAIT_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600] as const
+const VISIT_BUCKETS = [0.05, 0.25, 1, ...WAIT_BUCKETS] as const
 
 /**
  * Registers airlock's metrics (see the module doc) and starts following its events.
@@ -98,7 +102,20 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   const breakerChanges = counter('breaker_transitions_total', "A gate's circuit breaker opening or closing.", ['gate', 'state'] as const)
   const failovers = counter('store_failovers_total', 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.', ['store', 'reason'] as const)
 
-  const commandReleases = counter('command_releases_total', "Visitors whose slot or pass the origin or the app gave back with the response header Airlock-Command: release.", ['gate'] as const)
+  const released = counter(
+    'released_total',
+    "Visitors' slots and passes that ended, by how: visitor (the request ended), origin (Airlock-Command: release, or the app's release()), expiry (their time ran out in the store), operator.",
+    ['gate', 'by'] as const,
+  )
+  const abandoned = counter('queue_abandoned_total', 'Places in line given up: lapsed (the visitor stopped asking) or left (Leave the line).', ['gate'] as const)
+  const histogram = (name: string, help: string, bucketList: readonly number[]) =>
+    new client.Histogram({ name: named(name), help, labelNames: ['gate'] as const, buckets: [...bucketList], registers })
+  const waitSeconds = histogram('queue_wait_seconds', 'Waits in line of the visitors let in from it, from taking the place to admission.', WAIT_BUCKETS)
+  const visitSeconds = histogram(
+    'visit_seconds',
+    "Visits, from admission to the slot's end (the request's end, a release, or the pass's expiry in the store); those of unknown length are left out.",
+    VISIT_BUCKETS,
+  )
 
   const challenges = counter('challenges_total', "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.", ['gate', 'outcome'] as const)
   const solveSeconds = new client.Histogram({
@@ -147,13 +164,14 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   gauge('slots_held', 'Slots held in the store, by every instance (cluster-wide).', (s) => s.held)
   gauge('limit', "The gate's limit.", (s) => s.limit)
   gauge('queue_length', 'Visitors waiting in line (cluster-wide).', (s) => s.waiting)
-  gauge('admissions_per_minute', 'Admissions in the last minute, summed over the instances that report.', (s) => s.admittedLastMinute)
+  gauge('admissions_per_second', 'Admissions a second over the last minute, summed over the instances that report (cluster-wide).', (s) => s.admittedLastMinute / 60)
   gauge('eta_seconds', 'The wait a newcomer would see (absent while unknown).', (s) => s.eta)
   gauge('instances', 'Instances of the gate that reported recently.', (s) => s.instances.length)
-  gauge('admission_rate_per_minute', 'The live admission rate in force (absent when none).', (s) => s.control.admissionRate)
+  gauge('admission_rate_limit_per_second', "The live control's admission rate in force, a second (absent when none).", (s) => (s.control.admissionRate === null ? null : s.control.admissionRate / 60))
   gauge('adaptive_limit', "The adaptive limit's figure for the fleet (absent when off).", (s) => s.adaptive?.limit ?? null)
-  gauge('adaptive_latency_baseline_ms', "The adaptive limit's no-load latency estimate, ms.", (s) => s.adaptive?.baseline ?? null)
-  gauge('adaptive_latency_recent_ms', "The adaptive limit's last judged window's 95th percentile latency, ms.", (s) => s.adaptive?.recent ?? null)
+  const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : ms / 1000)
+  gauge('adaptive_latency_baseline_seconds', "The adaptive limit's no-load latency estimate (the baseline its windows' 95th percentiles are judged against).", (s) => seconds(s.adaptive?.baseline))
+  gauge('adaptive_latency_recent_seconds', "The 95th percentile latency of the adaptive limit's last judged window.", (s) => seconds(s.adaptive?.recent))
   new client.Gauge({
     name: named('control_mode'),
     help: `1 for the live control's mode in force on this instance (${CONTROL_MODES.join(', ')}), else 0.`,
@@ -196,10 +214,30 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     (m: unknown): void =>
       c.labels(...labels(m as E)).inc()
   const onBreaker = counting<BreakerEvent>(breakerChanges, (e) => [e.gate, e.state])
-  const onQueue = counting<QueueEvent>(queueEvents, (e) => [e.gate, e.event])
+  /** Children of a labelled metric by gate, so a hot event does not hash its labels each time. */
+  const byGate = <C>(metric: { labels(gate: string): C }): ((gate: string) => C) => {
+    const children = new Map<string, C>()
+    return (gate) => {
+      let c = children.get(gate)
+      if (c === undefined) children.set(gate, (c = metric.labels(gate)))
+      return c
+    }
+  }
+  const waitOf = byGate(waitSeconds)
+  const visitOf = byGate(visitSeconds)
+  const onQueue = (m: unknown): void => {
+    const e = m as QueueEvent
+    if (e.event === 'abandon') return abandoned.labels(e.gate).inc(e.count)
+    queueEvents.labels(e.gate, e.event).inc()
+    if (e.event === 'admit' && e.waitMs !== null && e.waitMs !== undefined) waitOf(e.gate).observe(e.waitMs / 1000)
+  }
   const onControl = counting<ControlEvent>(controlChanges, (e) => [e.gate, e.event])
   const onFailover = counting<FailoverEvent>(failovers, (e) => [e.store, e.reason])
-  const onRelease = counting<ReleaseEvent>(commandReleases, (e) => [e.gate])
+  const onRelease = (m: unknown): void => {
+    const e = m as ReleaseEvent
+    released.labels(e.gate, e.by).inc()
+    if (e.visitMs !== null && e.visitMs !== undefined) visitOf(e.gate).observe(e.visitMs / 1000)
+  }
   const onChallenge = (m: unknown): void => {
     const e = m as ChallengeEvent
     challenges.labels(e.gate, e.outcome).inc()

@@ -3,6 +3,7 @@
  * admissions and releases. The same decisions as the Redis store's Lua, in plain data structures.
  */
 import { ClientShares } from './memory-shares.js'
+import type { StoreEnded } from './types.js'
 
 /** How long admissions are remembered for the ETA (ms). Same as the Redis store. */
 export const ADMISSION_WINDOW_MS = 60_000
@@ -10,12 +11,15 @@ export const ADMISSION_WINDOW_MS = 60_000
 export const RELEASED_MEMORY = 1000
 /** How long a release is remembered for `leaseState` (ms). Same as the Redis store. */
 export const RELEASED_KEEP_MS = 3_600_000
-
+/** Most visit durations one answer lists (`StoreEnded.visits`). Same as the Redis store. */
+export const ENDED_VISITS = 64
 
 export interface Holder {
   expiresAt: number
   weight: number
   fence: number
+  /** When it was granted (the store's clock). */
+  since: number
 }
 
 export interface Waiter {
@@ -28,6 +32,8 @@ export interface Waiter {
   deadline: number
   /** The timeout its deadline was set from (the `seen` bucket it is in). */
   timeout: number
+  /** When it took its place (the store's clock). */
+  since: number
 }
 
 /** One semaphore's slots and line, by name. Dropped from the store when empty. */
@@ -52,6 +58,11 @@ export class MemorySemaphore {
   readonly released = new Map<string, number>()
   /** Per-client shares (`AcquireRequest.client`). */
   readonly shares = new ClientShares()
+  /**
+   * Slots expired and places lapsed since the last answer that told them (see {@link takeEnded});
+   * forgotten with an idle semaphore.
+   */
+  private ended: StoreEnded | undefined
 
   get empty(): boolean {
     return (
@@ -68,6 +79,9 @@ export class MemorySemaphore {
       if (h.expiresAt <= now) {
         this.holders.delete(token)
         this.used -= h.weight
+        const e = (this.ended ??= { expired: 0, visits: [], lapsed: 0 })
+        e.expired++
+        if (e.visits.length < ENDED_VISITS) e.visits.push(Math.max(0, h.expiresAt - h.since))
       }
     }
     for (const [token, at] of this.released) {
@@ -81,9 +95,20 @@ export class MemorySemaphore {
       for (const id of bucket.keys()) {
         const w = this.waiters.get(id)
         if (w && w.deadline > now) break
-        this.removeWaiter(id)
+        if (this.removeWaiter(id)) this.lapsed(1)
       }
     }
+  }
+
+  private lapsed(n: number): void {
+    ;(this.ended ??= { expired: 0, visits: [], lapsed: 0 }).lapsed += n
+  }
+
+  /** What expired or lapsed since the last call, for an answer to tell (each lapse is told once). */
+  takeEnded(): StoreEnded | undefined {
+    const e = this.ended
+    this.ended = undefined
+    return e
   }
 
   nextExpiry(): number | null {
@@ -146,7 +171,7 @@ export class MemorySemaphore {
    * Returns the ids reserved now.
    */
   settle(now: number, limit: number): string[] {
-    for (const [id, until] of this.reserved) if (until <= now) this.removeWaiter(id)
+    for (const [id, until] of this.reserved) if (until <= now && this.removeWaiter(id)) this.lapsed(1)
     let free = limit - this.used - this.reservedWeight
     const fresh: string[] = []
     let open = this.line.length - this.reserved.size

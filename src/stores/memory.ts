@@ -74,61 +74,72 @@ export class MemoryStore implements Store {
     const now = this.now()
     s.purgeHolders(now)
     s.purgeWaiters(now)
-    const q = req.queue
     try {
-      const held = s.holders.get(req.token)
-      if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
-
-      const mayAdmit = q?.admit !== false
-      const admits = mayAdmit && q?.hold !== true
-      const cap = req.admissionRate ? Math.min(req.limit, s.used + this.rateRoom(name, now, req.admissionRate)) : req.limit
-      let mine = s.waiters.get(req.token)
-      // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
-      if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
-      // A token new to the semaphore counts against its client's share.
-      const share = req.client !== undefined && !mine && mayAdmit ? req.client : undefined
-      if (share !== undefined) {
-        const standing = (token: string): Standing => (s.holders.has(token) ? 'slot' : s.waiters.has(token) ? 'place' : 'none')
-        s.shares.sweep(now, standing)
-        if (!s.shares.allows(share, now, standing)) return { status: 'client-share', now }
-      }
-      const keep = Math.max(req.ttl, q?.idleTimeout ?? 0)
-      if (s.line.length === 0) {
-        if (admits && s.used + req.weight <= cap) {
-          if (mine) s.removeWaiter(mine.id)
-          if (share !== undefined) s.shares.take(share, req.token, now, keep)
-          return this.admit(s, name, req, now, false)
-        }
-      } else {
-        const claimed = this.settleFor(s, name, req, now, mayAdmit, cap)
-        if (claimed) return claimed
-        // settle may have just skipped the caller itself (its reservation lapsed): it is no longer
-        // in line, and is treated as a newcomer (a poll reads absent).
-        if (mine && s.waiters.get(req.token) !== mine) mine = undefined
-      }
-
-      if (mine) return this.queued(s, mine, now)
-      if (!q) return { status: 'busy', now, nextExpiry: s.nextExpiry() }
-      if (!mayAdmit) return { status: 'absent', now }
-      if (q.maxLength > 0 && s.line.length >= q.maxLength) return { status: 'full', waiting: s.line.length, now }
-      // A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
-      const timeout = q.confirmTimeout || q.idleTimeout
-      const waiter: Waiter = {
-        id: req.token,
-        // A scheduled opening's pre-queue: ahead of every arrival number, in random order among itself.
-        seq: q.shuffle ? q.shuffle - 2 ** 52 : ++s.seq,
-        weight: req.weight,
-        claimWindow: q.claimWindow,
-        deadline: now + timeout,
-        timeout,
-      }
-      s.order = q.order
-      s.addWaiter(waiter)
-      if (share !== undefined) s.shares.take(share, req.token, now, keep)
-      return this.settleFor(s, name, req, now, mayAdmit, cap) ?? this.queued(s, waiter, now)
+      return this.ended(s, this.decide(s, name, req, now))
     } finally {
       this.tidy(name, s)
     }
+  }
+
+  /** `result`, telling what expired or lapsed since the last answer. */
+  private ended<R extends AcquireResult | StoreStatus>(s: MemorySemaphore, result: R): R {
+    const ended = s.takeEnded()
+    return ended === undefined ? result : { ...result, ended }
+  }
+
+  private decide(s: MemorySemaphore, name: string, req: AcquireRequest, now: number): AcquireResult {
+    const q = req.queue
+    const held = s.holders.get(req.token)
+    if (held) return { status: 'acquired', fence: held.fence, expiresAt: held.expiresAt, now }
+
+    const mayAdmit = q?.admit !== false
+    const admits = mayAdmit && q?.hold !== true
+    const cap = req.admissionRate ? Math.min(req.limit, s.used + this.rateRoom(name, now, req.admissionRate)) : req.limit
+    let mine = s.waiters.get(req.token)
+    // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
+    if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
+    // A token new to the semaphore counts against its client's share.
+    const share = req.client !== undefined && !mine && mayAdmit ? req.client : undefined
+    if (share !== undefined) {
+      const standing = (token: string): Standing => (s.holders.has(token) ? 'slot' : s.waiters.has(token) ? 'place' : 'none')
+      s.shares.sweep(now, standing)
+      if (!s.shares.allows(share, now, standing)) return { status: 'client-share', now }
+    }
+    const keep = Math.max(req.ttl, q?.idleTimeout ?? 0)
+    if (s.line.length === 0) {
+      if (admits && s.used + req.weight <= cap) {
+        if (mine) s.removeWaiter(mine.id)
+        if (share !== undefined) s.shares.take(share, req.token, now, keep)
+        return this.admit(s, name, req, now, false)
+      }
+    } else {
+      const claimed = this.settleFor(s, name, req, now, mayAdmit, cap)
+      if (claimed) return claimed
+      // settle may have just skipped the caller itself (its reservation lapsed): it is no longer
+      // in line, and is treated as a newcomer (a poll reads absent).
+      if (mine && s.waiters.get(req.token) !== mine) mine = undefined
+    }
+
+    if (mine) return this.queued(s, mine, now)
+    if (!q) return { status: 'busy', now, nextExpiry: s.nextExpiry() }
+    if (!mayAdmit) return { status: 'absent', now }
+    if (q.maxLength > 0 && s.line.length >= q.maxLength) return { status: 'full', waiting: s.line.length, now }
+    // A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
+    const timeout = q.confirmTimeout || q.idleTimeout
+    const waiter: Waiter = {
+      id: req.token,
+      // A scheduled opening's pre-queue: ahead of every arrival number, in random order among itself.
+      seq: q.shuffle ? q.shuffle - 2 ** 52 : ++s.seq,
+      weight: req.weight,
+      claimWindow: q.claimWindow,
+      deadline: now + timeout,
+      timeout,
+      since: now,
+    }
+    s.order = q.order
+    s.addWaiter(waiter)
+    if (share !== undefined) s.shares.take(share, req.token, now, keep)
+    return this.settleFor(s, name, req, now, mayAdmit, cap) ?? this.queued(s, waiter, now)
   }
 
   /**
@@ -138,29 +149,31 @@ export class MemoryStore implements Store {
   private settleFor(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, mayAdmit: boolean, cap: number): AcquireResult | undefined {
     // A held line admits nobody new; room reserved before the hold may still be claimed.
     const fresh = req.queue?.hold ? [] : s.settle(now, cap)
-    if (mayAdmit && s.reserved.has(req.token)) {
+    const waiter = s.waiters.get(req.token)
+    if (mayAdmit && waiter !== undefined && s.reserved.has(req.token)) {
       s.removeWaiter(req.token)
       this.wake(name, fresh.filter((id) => id !== req.token))
-      return this.admit(s, name, req, now, true)
+      return this.admit(s, name, req, now, waiter.since)
     }
     this.wake(name, fresh)
     return undefined
   }
 
   /**
-   * `fromLine`: admitted from the line. Only those admissions are recorded for the ETA: they
+   * `fromLine`: admitted from the line, the time its place was taken. Only those admissions are recorded for the ETA: they
    * measure how fast the line moves (direct admissions while nobody waits measure arrivals).
    */
-  private admit(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, fromLine: boolean): AcquireResult {
+  private admit(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, fromLine: number | false): AcquireResult {
     // Seeded from the clock like the Redis store's, so fences keep increasing across a restart.
     const fence = (this.fences.get(name) ?? Math.floor(now) * 1000) + 1
     this.fences.set(name, fence)
     const expiresAt = now + req.ttl
-    s.holders.set(req.token, { expiresAt, weight: req.weight, fence })
+    s.holders.set(req.token, { expiresAt, weight: req.weight, fence, since: now })
     s.used += req.weight
     if (req.admissionRate) this.rateTake(name, now, req.admissionRate)
-    if (fromLine) s.admissions.push(now)
-    return { status: 'acquired', fence, expiresAt, now }
+    if (fromLine === false) return { status: 'acquired', fence, expiresAt, now }
+    s.admissions.push(now)
+    return { status: 'acquired', fence, expiresAt, now, waited: Math.max(0, now - fromLine) }
   }
 
   /** Admissions the rate allows now (a GCRA, as the Redis store's: bursts of a second's worth, at least 2). */
@@ -279,7 +292,7 @@ export class MemoryStore implements Store {
       else instances.push({ id, data: r.data, expiresAt: r.expiresAt })
     }
     if (reports?.size === 0) this.reports.delete(name)
-    const result = { held: s.used, waiting: s.line.length, ...s.admissionsIn(now), instances, now }
+    const result = this.ended(s, { held: s.used, waiting: s.line.length, ...s.admissionsIn(now), instances, now })
     this.tidy(name, s)
     return result
   }

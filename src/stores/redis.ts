@@ -1,7 +1,8 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { timedStoreCall } from '../base/events.js'
 import { received, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
-import { BATCH_REPLY_WIDTH, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
+import { acquireResult } from './redis-replies.js'
+import { BATCH_REPLY_WIDTH, decodeEnded, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
 import { batch, type Batch } from './redis-batch.js'
@@ -207,31 +208,7 @@ export class RedisStore implements Store {
       // A slot or a new place in line that nobody will use.
       req.fresh ? { tokens: [req.token], taken: (r) => (tookSomething(r, 0) ? [req.token] : []) } : undefined,
     )) as number[]
-    const r = decodeReply(reply)
-    switch (r.status) {
-      case 'acquired':
-        return { status: 'acquired', fence: r.fence, expiresAt: r.expiresAt, now: r.now }
-      case 'busy':
-        return { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
-      case 'queued':
-        return {
-          status: 'queued',
-          position: r.position,
-          waiting: r.waiting,
-          now: r.now,
-          nextExpiry: orNull(r.nextExpiry),
-          admitted: r.admitted,
-          windowMs: r.windowMs,
-        }
-      case 'full':
-        return { status: 'full', waiting: r.waiting, now: r.now }
-      case 'absent':
-        return { status: 'absent', now: r.now }
-      case 'share':
-        return { status: 'client-share', now: r.now }
-      default:
-        throw new Error(`acquire script answered ${r.status}`)
-    }
+    return acquireResult(reply)
   }
 
   private async acquireMany(name: string, reqs: AcquireRequest[]): Promise<(AcquireResult | null)[]> {
@@ -252,12 +229,13 @@ export class RedisStore implements Store {
         ? undefined
         : { tokens: fresh, taken: (r) => reqs.flatMap((q, i) => (q.fresh && tookSomething(r, i * width) ? [q.token] : [])) }
     const reply = (await this.run(scripts.ACQUIRE_MANY, name, { count: reqs.length }, items, giveUp)) as number[]
+    // What the call dropped is told once, with the first answer.
+    const ended = decodeEnded(reply, reqs.length * width)
     return reqs.map((_, i) => {
       const r = decodeReply(reply, i * width)
-      if (r.status === 'acquired') return { status: 'acquired', fence: r.fence, expiresAt: r.expiresAt, now: r.now }
-      if (r.status === 'busy') return { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
-      if (r.status === 'share') return { status: 'client-share', now: r.now }
-      return null
+      if (r.status === 'line') return null
+      const result = acquireResult(reply, i * width, false)
+      return i === 0 && ended !== undefined ? { ...result, ended } : result
     })
   }
 
@@ -301,10 +279,12 @@ export class RedisStore implements Store {
   async status(name: string): Promise<StoreStatus> {
     const r = (await this.run(scripts.STATUS, name, {})) as (number | string)[]
     const instances: StoreStatus['instances'] = []
-    for (let i = 5; i + 2 < r.length; i += 3) {
+    for (let i = 8 + Number(r[7]); i + 2 < r.length; i += 3) {
       instances.push({ id: String(r[i]), expiresAt: Number(r[i + 1]), data: String(r[i + 2]) })
     }
-    return { held: Number(r[0]), waiting: Number(r[1]), admitted: Number(r[2]), windowMs: Number(r[3]), now: Number(r[4]), instances }
+    const status: StoreStatus = { held: Number(r[0]), waiting: Number(r[1]), admitted: Number(r[2]), windowMs: Number(r[3]), now: Number(r[4]), instances }
+    const ended = decodeEnded(r, 5)!
+    return ended.expired > 0 || ended.lapsed > 0 ? { ...status, ended } : status
   }
 
   /** The per-minute history beside this store, on its client (see stores/history.ts: `historyFor` keeps one per store). */
@@ -368,10 +348,6 @@ export class RedisStore implements Store {
     this.leftovers.close()
     this.channels.close()
   }
-}
-
-function orNull(n: number): number | null {
-  return n < 0 ? null : n
 }
 
 /** A decision reply at `at` that took a slot or a new place in line. */

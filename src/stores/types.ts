@@ -184,6 +184,8 @@ export interface StoreStatus {
   instances: { id: string; data: string; expiresAt: number }[]
   /** The store's clock (ms). */
   now: number
+  /** What this call dropped as it went (slots expired, places lapsed); absent when nothing. */
+  ended?: StoreEnded
 }
 
 /**
@@ -286,7 +288,20 @@ export interface ClientShare {
   perMinute: number
 }
 
-export type AcquireResult =
+/**
+ * What a store call's housekeeping dropped (optional: stores that predate it leave it out; see
+ * {@link AcquireResult} and {@link StoreStatus}). Each lapse is told once, by the call that dropped it.
+ */
+export interface StoreEnded {
+  /** Slots whose time ran out. */
+  expired: number
+  /** How long each of (up to 64 of) those slots lived, from its grant to its expiry (ms, the store's clock). */
+  visits: number[]
+  /** Places in line that lapsed: idle past their timeout, or room reserved for them not claimed in time. */
+  lapsed: number
+}
+
+export type AcquireResult = (
   | {
       status: 'acquired'
       /**
@@ -297,6 +312,12 @@ export type AcquireResult =
       /** Store-clock ms. */
       expiresAt: number
       now: number
+      /**
+       * Admitted from the line: how long the place had waited, from its arrival to now (ms, the
+       * store's clock; absent when not admitted from the line or not known, as for a scheduled
+       * opening's pre-queue places on Redis).
+       */
+      waited?: number
     }
   | {
       status: 'busy'
@@ -335,6 +356,10 @@ export type AcquireResult =
       status: 'absent'
       now: number
     }
+) & {
+  /** What this call dropped as it went (slots expired, places lapsed); absent when nothing. */
+  ended?: StoreEnded
+}
 
 export type RefreshResult = { ok: true; expiresAt: number; fence: number } | { ok: false }
 

@@ -20,6 +20,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { controlCases } from './control.js'
+import { figureCases } from './figures.js'
 import { lineCases } from './line.js'
 import { shareCases } from './share.js'
 import { slotCases } from './slots.js'
@@ -54,5 +55,6 @@ export function storeContract(api: TestApi, label: string, make: () => Promise<C
     api.describe('the line', () => lineCases(api, ctx))
     api.describe('live control', () => controlCases(api, ctx))
     api.describe('client shares', () => shareCases(api, ctx))
+    api.describe('figures', () => figureCases(api, ctx))
   })
 }

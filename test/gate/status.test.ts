@@ -5,8 +5,8 @@
  */
 import diagnostics from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createGate, type Gate, type GateOptions, type RequestView } from '../../src/gate/gate.js'
-import { decisionChannel, type BreakerEvent, type DecisionEvent, type QueueEvent, type StoreEvent } from '../../src/base/events.js'
+import { addVisitSink, createGate, type Gate, type GateOptions, type RequestView } from '../../src/gate/gate.js'
+import { decisionChannel, type BreakerEvent, type DecisionEvent, type QueueEvent, type ReleaseEvent, type StoreEvent } from '../../src/base/events.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
@@ -80,13 +80,51 @@ describe('gate events (node:diagnostics_channel)', () => {
       expect((await gate.decide(view())).kind).toBe('busy') // the line is full
       await gate.release(holder)
       expect((await gate.decide(view(ticket))).kind).toBe('admit')
-      expect(queue.events).toEqual([
-        { gate: 'default', event: 'enter', position: 1, waiting: 1 },
-        { gate: 'default', event: 'wait', position: 1, waiting: 1 },
-        { gate: 'default', event: 'full', position: null, waiting: 1 },
-        { gate: 'default', event: 'admit', position: null, waiting: null },
+      expect(queue.events.slice(0, 3)).toEqual([
+        { gate: 'default', event: 'enter', position: 1, waiting: 1, waitMs: null, count: 1 },
+        { gate: 'default', event: 'wait', position: 1, waiting: 1, waitMs: null, count: 1 },
+        { gate: 'default', event: 'full', position: null, waiting: 1, waitMs: null, count: 1 },
       ])
+      expect(queue.events.slice(3)).toMatchObject([{ gate: 'default', event: 'admit', position: null, waiting: null, count: 1 }])
+      expect(queue.events[3]!.waitMs).toBeGreaterThanOrEqual(0)
     } finally {
+      queue.stop()
+    }
+  })
+
+  it('airlock:release, abandoned places and the figures in status(): an expired pass with its visit, a lapsed place, a release by the origin', async () => {
+    let now = Date.now()
+    const store = memoryStore({ now: () => now })
+    const gate = make({ limit: 1, store, provisionalTtl: 10_000, queue: { maxLength: 5 } })
+    const released = listen<ReleaseEvent>('airlock:release')
+    const queue = listen<QueueEvent>('airlock:queue')
+    const sunk: string[] = []
+    const remove = addVisitSink(gate, {
+      admitted: (from, waitMs) => sunk.push(`admitted ${from} ${waitMs === null ? 'null' : 'ms'}`),
+      turnedAway: (reason) => sunk.push(`turned away ${reason}`),
+      abandoned: (count) => sunk.push(`abandoned ${count}`),
+      released: (by, visitMs) => sunk.push(`released ${by} ${visitMs}`),
+    })
+    try {
+      expect((await gate.decide(view())).kind).toBe('admit') // its provisional pass is never confirmed
+      expect((await gate.decide(view())).kind).toBe('queued') // its place is never seen again
+      now += 60_000 // the store's clock: the slot expired, the place lapsed
+      const next = await gate.decide(view())
+      expect(next.kind).toBe('admit')
+      expect(released.events).toEqual([{ gate: 'default', by: 'expiry', visitMs: 10_000 }])
+      expect(queue.events.filter((e) => e.event === 'abandon')).toEqual([{ gate: 'default', event: 'abandon', position: null, waiting: null, waitMs: null, count: 1 }])
+      expect(await gate.release(next)).toBe(true)
+      expect(released.events[1]).toEqual({ gate: 'default', by: 'origin', visitMs: null })
+      expect(sunk).toEqual(['admitted slot null', 'released expiry 10000', 'abandoned 1', 'admitted slot null', 'released origin null'])
+      const self = (await gate.status()).instances[0]!
+      expect(self.counters).toMatchObject({ admitted: 2, admittedFromLine: 0, abandoned: 1, released: { visitor: 0, origin: 1, expiry: 1, operator: 0 } })
+      expect(self.visitMs).toMatchObject({ p50: 10_000, max: 10_000, count: 1 })
+      expect(self.waitMs).toEqual({ p50: null, p90: null, max: null, count: 0 })
+      remove()
+      await gate.decide(view())
+      expect(sunk).toHaveLength(5)
+    } finally {
+      released.stop()
       queue.stop()
     }
   })

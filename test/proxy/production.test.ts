@@ -162,7 +162,7 @@ describe('headers, both ways', () => {
     await until(async () => (await fetch(`${base}/`, { headers: { accept: 'application/json' } })).status === 200, 2_000, 5)
     expect(performance.now() - t0).toBeLessThan(100)
     expect((await p.gate!.state()).held).toBe(1)
-    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^airlock_command_releases_total\{gate="default"\} 1$/m)
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^airlock_released_total\{gate="default",by="origin"\} 1$/m)
   })
 })
 

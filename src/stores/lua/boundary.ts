@@ -4,6 +4,7 @@
  * named fields); the Lua `local` lines and reply constructors, and the TypeScript packing and
  * decoding, are all generated from those tables, so the two sides cannot drift apart.
  */
+import type { StoreEnded } from '../types.js'
 
 /** How Lua reads an argument: `s` string, `n` number (`tonumber`), `b` flag (sent as 1/0). */
 export type ArgKind = 's' | 'n' | 'b'
@@ -46,7 +47,8 @@ export function luaGroup(name: string, spec: ArgSpec, from: number): string {
 /** Status codes and the named fields that follow them in a decision's reply (all numbers). */
 export const REPLIES = {
   busy: { code: 0, fields: ['now', 'nextExpiry'] },
-  acquired: { code: 1, fields: ['fence', 'expiresAt', 'now'] },
+  /** `waited`: admitted from the line, ms since its place was taken; else -1. */
+  acquired: { code: 1, fields: ['fence', 'expiresAt', 'now', 'waited'] },
   queued: { code: 2, fields: ['position', 'waiting', 'now', 'nextExpiry', 'admitted', 'windowMs'] },
   full: { code: 3, fields: ['waiting', 'now'] },
   absent: { code: 4, fields: ['now'] },
@@ -85,6 +87,18 @@ export function luaReplies(): string {
       return `local function reply_${status}(${args})\n  return {${[r.code, ...r.fields].join(', ')}}\nend`
     })
     .join('\n')
+}
+
+/**
+ * What a reply tells from `reply[at]` on (the prelude's `with_ended`: expired, lapsed, the count of
+ * visits, the visits), or `undefined` when it tells nothing there.
+ */
+export function decodeEnded(reply: readonly unknown[], at: number): StoreEnded | undefined {
+  if (reply.length < at + 3) return undefined
+  const n = Number(reply[at + 2])
+  const visits: number[] = []
+  for (let i = 0; i < n; i++) visits.push(Number(reply[at + 3 + i]))
+  return { expired: Number(reply[at]), lapsed: Number(reply[at + 1]), visits }
 }
 
 /** `leaseState` answers, shared with Lua as `LEASE_<STATE>`. */

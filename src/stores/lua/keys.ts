@@ -10,12 +10,13 @@
  *          which `:h` and `:m` are known to carry an expiry (so most calls skip PEXPIRE). `:m`
  *          exists exactly while a slot is held (it is deleted when `#used` drops to 0).
  *  3 `:f`  fencing counter (INCR, never below the clock x 1000; kept at least FENCE_KEEP_MS after last use)
- *  4 `:q`  sorted set, the line: waiter token -> arrival number
+ *  4 `:q`  sorted set, the line: waiter token -> arrival number (never below the clock x 1000, so
+ *          number / 1000 is when the place was taken; a pre-queue place: shuffle - PRE_QUEUE_BASE)
  *  5 `:s`  sorted set, waiter token -> time it loses its place unless seen again
  *  6 `:qm` hash, waiter token -> "weight,claimWindow"; `#rw` = weight units reserved for waiters;
  *          `#o` = the line's order ('f' fifo, 'r' random)
  *  7 `:r`  sorted set, reservations: waiter token -> time the room held for it lapses
- *  8 `:n`  arrival counter of the line
+ *  8 `:n`  arrival counter of the line (seeded from the clock x 1000, like the fencing counter)
  *  9 `:a`  sorted set, recent admissions from the line (token -> time), for the ETA
  * 10 `:x`  sorted set, recent releases (token -> time), for leaseState
  * 11 `:is` sorted set, instances that reported (instance id -> time their report lapses)
@@ -48,6 +49,8 @@ export const PRE_QUEUE_BASE = 2 ** 52
 export const FENCE_KEEP_MS = 30 * 24 * 3600 * 1000
 export const ADMISSION_WINDOW_MS = 60_000
 export const RELEASED_MEMORY = 1000
+/** Most visit durations one reply lists (`StoreEnded.visits`). */
+export const ENDED_VISITS = 64
 export const RELEASED_KEEP_MS = 3_600_000
 /** Extra life given to keys past the farthest expiry they hold. */
 export const KEY_SLACK_MS = 60_000

@@ -8,10 +8,10 @@
  */
 
 import { luaLeaseCodes, luaReplies } from './boundary.js'
-import { ADMISSION_WINDOW_MS, FENCE_KEEP_MS, KEY_SLACK_MS, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+import { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
 import { SHARE_FUNCTIONS } from './shares.js'
 
-export { ADMISSION_WINDOW_MS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+export { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
 export { SHARE_KEEP_MS } from './shares.js'
 
 /** Lapsed places removed per variadic call (well under Lua's unpack limit). */
@@ -24,6 +24,20 @@ local IS, IC, RT, CTL, AD, E = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15],
 local CS, CT, CX = KEYS[17], KEYS[18], KEYS[19]
 ${luaReplies()}
 ${luaLeaseCodes()}
+
+-- What this call dropped as it went, for its reply to tell (with_ended): slots that expired (and
+-- how long up to ${ENDED_VISITS} of them lived, ms), places in line that lapsed.
+local ended_expired, ended_lapsed, ended_visits = 0, 0, {}
+
+-- reply, followed by what this call dropped when it dropped anything: expired, lapsed, #visits, visits...
+local function with_ended(reply)
+  if ended_expired == 0 and ended_lapsed == 0 then return reply end
+  reply[#reply + 1] = ended_expired
+  reply[#reply + 1] = ended_lapsed
+  reply[#reply + 1] = #ended_visits
+  for i = 1, #ended_visits do reply[#reply + 1] = ended_visits[i] end
+  return reply
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -59,13 +73,23 @@ local function store_used(u)
 end
 
 -- Drops expired slots and gives their weight back. Returns the new used count.
+-- Each one is told in the reply (with_ended) with how long it lived: a fence is its grant's time
+-- x 1000 (see next_fence), so a slot lived from fence / 1000 to its expiry.
 local function purge_holders(now, u)
-  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now, 'WITHSCORES')
   if #dead == 0 then return u end
-  local metas = redis.call('HMGET', M, unpack(dead))
-  for i = 1, #dead do u = u - parse_meta(metas[i]) end
+  local ids = {}
+  for i = 1, #dead, 2 do ids[#ids + 1] = dead[i] end
+  local metas = redis.call('HMGET', M, unpack(ids))
+  for i = 1, #ids do
+    local w, fence = parse_meta(metas[i])
+    u = u - w
+    ended_expired = ended_expired + 1
+    local lived = tonumber(dead[2 * i]) - math.floor(fence / 1000)
+    if #ended_visits < ${ENDED_VISITS} and fence >= 1e15 and lived >= 0 then ended_visits[#ended_visits + 1] = lived end
+  end
   redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
-  redis.call('HDEL', M, unpack(dead))
+  redis.call('HDEL', M, unpack(ids))
   return store_used(u)
 end
 
@@ -119,6 +143,25 @@ local function server_changed(now, ttl)
   return v[2] ~= false and tonumber(v[2]) > now
 end
 
+-- A new place's arrival number: the line's counter, never below the clock (ms x 1000, as fences),
+-- so a place's number / 1000 is when it was taken (see arrived_at).
+local function arrival(now)
+  local n = redis.call('INCR', N)
+  if n < now * 1000 then
+    n = now * 1000
+    redis.call('SET', N, string.format('%.0f', n))
+  end
+  return string.format('%.0f', n)
+end
+
+-- When waiter id took its place (ms), or nil: a pre-queue place (below 0), or one numbered before
+-- arrival numbers followed the clock.
+local function arrived_at(id)
+  local score = tonumber(redis.call('ZSCORE', Q, id) or '-1')
+  if score < 1e15 then return nil end
+  return math.floor(score / 1000)
+end
+
 local function waiter_meta(id)
   local w, cw = string.match(redis.call('HGET', QM, id) or '1,0', '^(%d+),(%d+)$')
   return tonumber(w), tonumber(cw)
@@ -153,6 +196,7 @@ local function purge_waiters(now)
     local idle = redis.call('ZRANGEBYSCORE', S, '-inf', now, 'LIMIT', 0, ${SWEEP_CHUNK})
     if #idle == 0 then return end
     remove_waiters(idle)
+    ended_lapsed = ended_lapsed + #idle
     if #idle < ${SWEEP_CHUNK} then return end
   end
 end
@@ -250,6 +294,7 @@ end
 local function settle(now, limit, u, seed)
   local lapsed = redis.call('ZRANGEBYSCORE', R, '-inf', now)
   for i = 1, #lapsed do remove_waiter(lapsed[i]) end
+  ended_lapsed = ended_lapsed + #lapsed
   local fresh = {}
   local free = limit - u - tonumber(redis.call('HGET', QM, '#rw') or '0')
   if free <= 0 then return fresh end

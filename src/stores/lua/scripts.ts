@@ -20,7 +20,7 @@ export { ADAPT, ADAPT_COMMIT } from './adapt-scripts.js'
  * pre-queue). `client` (non-empty): a token new to the semaphore is refused (`share`) when that
  * client holds `sharePlaces` unconfirmed slots and places, or `shareSlots` slots, or took
  * `sharePerMinute` in the last minute (a GCRA; 0: no rate). Replies: acquired | busy | queued |
- * full | absent | share.
+ * full | absent | share, then what the call dropped (with_ended).
  */
 export const ACQUIRE = script(
   'acquire',
@@ -57,7 +57,9 @@ local cap = limit
 if rate > 0 then cap = math.min(limit, u + rate_room(now, rate)) end
 -- After a promotion, nobody new is admitted (a holder's own slot is still found), not from the line either.
 local changed = server_changed(now, ttl)
-if changed and not queued and not redis.call('ZSCORE', H, token) then return reply_busy(now, next_expiry()) end
+if changed and not queued and not redis.call('ZSCORE', H, token) then
+  return with_ended(reply_busy(now, next_expiry()))
+end
 local admits = mayAdmit and not hold and not changed
 
 -- A token new to the semaphore counts against its client's share (client ''; no share): checked
@@ -74,8 +76,9 @@ end
 
 -- A new slot for token (added to :h, expiring at exp, unless the caller did). fromLine: admitted
 -- from the line; only those admissions are recorded for the ETA: they measure how fast the line
--- moves (direct admissions while nobody waits measure arrivals).
-local function admitted(fromLine, exp)
+-- moves (direct admissions while nobody waits measure arrivals). arrived: when its place was
+-- taken (nil when not known), for the wait it answers.
+local function admitted(fromLine, exp, arrived)
   if not exp then
     exp = now + ttl
     redis.call('ZADD', H, exp, token)
@@ -91,27 +94,27 @@ local function admitted(fromLine, exp)
     redis.call('ZREMRANGEBYSCORE', A, '-inf', now - ${ADMISSION_WINDOW_MS})
     redis.call('PEXPIRE', A, ${ADMISSION_WINDOW_MS + KEY_SLACK_MS})
   end
-  return reply_acquired(fence, exp, now)
+  return reply_acquired(fence, exp, now, arrived and math.max(0, now - arrived) or -1)
 end
 
 -- Fast path: nobody in line and room free.
 if length == 0 and admits and u + weight <= cap then
   local exp = now + ttl
   if client == '' then
-    if redis.call('ZADD', H, 'NX', exp, token) == 1 then return admitted(false, exp) end
+    if redis.call('ZADD', H, 'NX', exp, token) == 1 then return with_ended(admitted(false, exp)) end
   elseif not redis.call('ZSCORE', H, token) then
-    if not share_ok() then return reply_share(now) end
+    if not share_ok() then return with_ended(reply_share(now)) end
     redis.call('ZADD', H, exp, token)
-    return admitted(false, exp)
+    return with_ended(admitted(false, exp))
   end
 end
 
 local held = redis.call('ZSCORE', H, token)
 if held then
   local _, fence = parse_meta(redis.call('HGET', M, token))
-  return reply_acquired(fence, tonumber(held), now)
+  return with_ended(reply_acquired(fence, tonumber(held), now, -1))
 end
-if length == 0 and not queued then return reply_busy(now, next_expiry()) end
+if length == 0 and not queued then return with_ended(reply_busy(now, next_expiry())) end
 
 purge_waiters(now)
 -- A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
@@ -119,7 +122,7 @@ local mine = queued and redis.call('ZSCORE', Q, token) ~= false
 if mine then redis.call('ZADD', S, now + idle, token) end
 if client ~= '' and not mine and mayAdmit and not share_ok() then
   expire_line(now)
-  return reply_share(now)
+  return with_ended(reply_share(now))
 end
 
 -- Settles the line; admits the caller when room is reserved for it. Wakes the others reserved now.
@@ -131,8 +134,9 @@ local function settle_and_claim()
     end
   end
   if mayAdmit and redis.call('ZSCORE', R, token) then
+    local arrived = arrived_at(token)
     remove_waiter(token)
-    return admitted(true)
+    return admitted(true, nil, arrived)
   end
   return nil
 end
@@ -165,7 +169,8 @@ if not result then
     if maxLength > 0 and length >= maxLength then
       result = reply_full(length, now)
     else
-      redis.call('ZADD', Q, shuffle > 0 and shuffle - ${PRE_QUEUE_BASE} or redis.call('INCR', N), token)
+      local number = shuffle > 0 and shuffle - ${PRE_QUEUE_BASE} or arrival(now)
+      redis.call('ZADD', Q, number, token)
       -- A new place lives only confirmTimeout unless the waiter comes back (then idleTimeout).
       redis.call('ZADD', S, now + (confirm > 0 and confirm or idle), token)
       redis.call('HSET', QM, token, weight .. ',' .. claim, '#o', order)
@@ -178,7 +183,7 @@ if not result then
   end
 end
 expire_line(now)
-return result
+return with_ended(result)
 `,
 )
 
@@ -189,7 +194,7 @@ export const ACQUIRE_MANY_ITEM = { token: 's', limit: 'n', ttl: 'n', weight: 'n'
  * Many plain acquires (no line) of one semaphore in one call, decided one after another, each as
  * ACQUIRE would (a client's share too). ARGV list: the requests' fields ({@link ACQUIRE_MANY_ITEM}).
  * Replies, each padded to BATCH_REPLY_WIDTH: acquired | busy | share | line (the line is not empty:
- * ask ACQUIRE, which handles it).
+ * ask ACQUIRE, which handles it); then what the call dropped (with_ended).
  */
 export const ACQUIRE_MANY = script(
   'acquireMany',
@@ -228,17 +233,17 @@ for i = 1, count do
       redis.call('HSET', M, token, slot_meta(weight, fence), '#used', u)
       far = ensure_ttl(now, exp, far)
       if shared then share_take(now, client, token, sharePerMinute, ttl) end
-      r = reply_acquired(fence, exp, now)
+      r = reply_acquired(fence, exp, now, -1)
     elseif held then
       local _, fence = parse_meta(redis.call('HGET', M, token))
-      r = reply_acquired(fence, tonumber(held), now)
+      r = reply_acquired(fence, tonumber(held), now, -1)
     else
       r = reply_busy(now, next_expiry())
     end
   end
   for j = 1, ${BATCH_REPLY_WIDTH} do out[#out + 1] = r[j] or 0 end
 end
-return out
+return with_ended(out)
 `,
 )
 
@@ -367,7 +372,10 @@ return #live / 3
 `,
 )
 
-/** Returns {held, waiting, admitted, windowMs, now, then id, expiresAt, data per live report}. */
+/**
+ * Returns {held, waiting, admitted, windowMs, now, expired, lapsed, #visits, visits..., then id,
+ * expiresAt, data per live report} (expired, lapsed, visits: what it dropped, see with_ended).
+ */
 export const STATUS = script(
   'status',
   {} as const,
@@ -375,7 +383,8 @@ export const STATUS = script(
 local now = now_ms()
 local u = settled_used(now)
 local adm, window = admissions(now)
-local out = {u, redis.call('ZCARD', Q), adm, window, now}
+local out = {u, redis.call('ZCARD', Q), adm, window, now, ended_expired, ended_lapsed, #ended_visits}
+for i = 1, #ended_visits do out[#out + 1] = ended_visits[i] end
 for _, v in ipairs(live_reports(now)) do out[#out + 1] = v end
 return out
 `,
