@@ -25,7 +25,11 @@
  * names: unshielded, request-memory, request-redis, session-redis, queue-redis), BENCH_RESULTS=<dir>.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { airlockReport, renderReportHtml } from '../src/index.js'
+import { redisStore } from '../src/redis.js'
 import { Agent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
@@ -44,6 +48,7 @@ const UNLOADED_PAGES = envNumber('UNLOADED_PAGES', 20)
 const GRACE_MS = 2000
 const only = process.env.SCENARIOS ? new RegExp(process.env.SCENARIOS) : undefined
 const started = performance.now()
+const startedAt = Date.now()
 
 const SCENARIOS: { app: string; label: string }[] = [
   { app: 'unshielded', label: 'A: no shield' },
@@ -531,4 +536,23 @@ console.log(`hug bench: ${elapsedSeconds.toFixed(1)} s`)
 
 server.kill('SIGTERM')
 await new Promise((r) => server.once('exit', r))
+// The history the Redis gates kept (their last minute flushed at close), as `airlock report` shows
+// it after a hug: the worked example of docs/observability.md reads these.
+for (const name of ['session-redis', 'queue-redis'].filter((n) => !only || only.test(n))) {
+  const client = new Redis(redis.port, '127.0.0.1', { lazyConnect: true })
+  const report = await airlockReport({ store: redisStore({ client, prefix: 'hug' }), name, from: startedAt - 60_000 })
+  client.disconnect()
+  const t = report.totals
+  const s = (sec: number | null): string => (sec === null ? '-' : `${sec.toFixed(1)} s`)
+  console.log(
+    `history of ${name}: ${t.minutes} minute(s), admitted ${t.admitted} (${t.admittedFromLine} from the line, peak ${t.admittedPeak} a minute), ` +
+      `turned away ${t.turnedAway}, abandoned ${t.abandoned}, released ${t.released} ${JSON.stringify(t.releasedBy)}, ` +
+      `wait p50/p90/max ${s(t.waitP50)} / ${s(t.waitP90)} / ${s(t.waitMax)}, visit p50/p90 ${s(t.visitP50)} / ${s(t.visitP90)}, most in line ${t.inLineMax ?? '-'}`,
+  )
+  const dir = process.env.BENCH_RESULTS
+  if (dir) {
+    writeFileSync(join(dir, `hug-report-${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
+    writeFileSync(join(dir, `hug-report-${name}.html`), renderReportHtml(report))
+  }
+}
 await redis.stop()
