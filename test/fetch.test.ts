@@ -60,6 +60,16 @@ describe('airlock-shield/fetch', () => {
     expect((await gate.gate.state()).held).toBe(0)
   })
 
+  it('headers: what the route\'s response must carry, for a middleware that never sees it (Next.js proxy.ts)', async () => {
+    const gate = shield({ limit: 1 })
+    const answer = await gate.check(get('/', { accept: 'text/html' }))
+    expect(answer.response).toBeUndefined()
+    expect(answer.headers.getSetCookie()[0]).toMatch(/^airlock_pass=p1~default~/)
+    expect(answer.headers.get('link')).toBe('<?__airlock=confirm>; rel=prefetch')
+    const busy = await gate.check(get('/'))
+    expect(busy.response?.status).toBe(503)
+  })
+
   it('handle(request) is the decision inside a wrapped handler, and nothing outside one', async () => {
     const gate = shield({ limit: 2 })
     const seen: (string | undefined)[] = []

@@ -174,6 +174,20 @@ export class WebAnswer<Req = unknown> {
     return (this.#handle = handleFor(this.#gate, this.decision, jar, this.#secure))
   }
 
+  /**
+   * For a middleware that never sees the route's response (Next.js `proxy.ts`:
+   * `NextResponse.next({ headers: answer.headers })`): what that response must carry, the new or
+   * renewed pass's `Set-Cookie` and the confirm `Link`. Such a middleware cannot act on
+   * `Airlock-Command` nor release a request-mode slot when the response ends (the slot then lives
+   * until `ttl`): use session mode there, or {@link finish} where the response is at hand.
+   */
+  get headers(): Headers {
+    const headers = new Headers()
+    for (const c of this.#cookies ?? NONE) headers.append('set-cookie', c)
+    if (this.decision.kind === 'admit' && this.decision.headers !== undefined) for (const [k, v] of Object.entries(this.decision.headers)) headers.append(k, v)
+    return headers
+  }
+
   /** The slot this request holds until its response is over (request mode; a local-share admission in session mode). */
   get #slot(): RequestSlot | undefined {
     return this.decision.kind === 'admit' ? this.decision.slot : undefined
