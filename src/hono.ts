@@ -11,7 +11,10 @@ import { webOptions, type WebOptions } from './fetch/options.js'
 
 /** The context variable the middleware sets: `c.get('airlock')` (or `c.var.airlock`). */
 export interface AirlockVariables {
-  /** This request's decision, and `release()` to end a pass or a request slot early. */
+  /**
+   * This request's decision, and `release()` to end a pass or a request slot early (on a bypassed
+   * request: no decision, nothing to release). Unset on routes the middleware does not run for.
+   */
   airlock: AirlockHandle
 }
 
@@ -40,7 +43,7 @@ export function airlock(options?: HonoAirlockOptions): HonoAirlock {
     const decided = check(gate, request, c as Context, ip, trustProxy)
     const answer = decided instanceof Promise ? await decided : decided
     if (answer.response !== undefined) return answer.response
-    if (answer.decision.kind !== 'bypass') c.set('airlock', answer.airlock)
+    c.set('airlock', answer.airlock)
     try {
       // Hono turns a route's error into c.res (its onError): a 5xx here, not a throw.
       await next()

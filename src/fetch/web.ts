@@ -141,6 +141,7 @@ function watchBody(response: Response, done: () => void): Response {
 export class WebAnswer<Req = unknown> {
   /** The gate's own answer (busy `503`, waiting `202`, the challenge, the confirm `204`, an admitted poll, "left the line"); `undefined`: on to the route. */
   readonly response: Response | undefined
+  /** The gate's decision for this request. */
   readonly decision: GateDecision
   readonly #gate: Gate<Req>
   readonly #request: Request
