@@ -220,9 +220,9 @@ export class WebAnswer<Req = unknown> {
     if (slot === undefined) return response
     const failed = response.status >= 500
     const release = (): void => void slot.release(failed)
-    // Gone before the body was read: the handler's work is over, nobody will read it.
+    // No body will be read: a HEAD answer (Hono, and some servers, drop it unread), or the client is gone.
     const signal = this.#request.signal
-    if (signal.aborted) {
+    if (this.#request.method === 'HEAD' || signal.aborted) {
       release()
       return response
     }

@@ -148,6 +148,17 @@ for (const [adapter, start] of Object.entries(APPS)) {
       expect(store.calls.release).toBe(2)
     })
 
+    it('releases the slot of a HEAD request once its handler answered (no body is sent, nor read)', async () => {
+      const store = countingStore(memoryStore())
+      app = await start(store)
+      for (let i = 0; i < 3; i++) {
+        const head = await hit(`${app.url}/`, { method: 'HEAD' })
+        expect([head.status, head.body]).toEqual([200, ''])
+        await until(async () => (await held(store)) === 0, 5000)
+      }
+      expect(store.calls.release).toBe(3)
+    })
+
     it('releases the slot once when the client goes away in the middle of the body', async () => {
       const store = countingStore(memoryStore())
       app = await start(store)
