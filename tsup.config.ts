@@ -1,13 +1,16 @@
 import { defineConfig } from 'tsup'
 
 // Optional peers stay external so a user who does not use them never loads them.
-const external = ['ioredis', 'fastify', 'fastify-plugin', 'express', 'prom-client']
+const external = ['ioredis', 'fastify', 'fastify-plugin', 'express', 'hono', 'koa', 'prom-client']
 
 /** One entry point per optional peer (see package.json "exports"). */
 export const ENTRIES = {
   index: 'src/index.ts',
   fastify: 'src/fastify.ts',
   express: 'src/express.ts',
+  fetch: 'src/fetch.ts',
+  hono: 'src/hono.ts',
+  koa: 'src/koa.ts',
   redis: 'src/redis.ts',
   'lock-server': 'src/lock-server.ts',
   testing: 'src/testing/index.ts',

@@ -11,7 +11,10 @@
  * AIRLOCK_SRC (another tree's src/ to measure instead of this one's).
  */
 import diagnostics from 'node:diagnostics_channel'
-import type { Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
+import { createAdaptorServer } from '@hono/node-server'
+import { Hono } from 'hono'
+import Koa from 'koa'
 import { Registry } from 'prom-client'
 import underPressure from '@fastify/under-pressure'
 import rateLimit from '@fastify/rate-limit'
@@ -20,6 +23,9 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis, type RedisOptions } from 'ioredis'
 import { Semaphore as RedisSemaphore } from 'redis-semaphore'
 import type { AirlockMiddleware } from '../src/express.js'
+import type { airlock as FetchAirlock } from '../src/fetch.js'
+import type { airlock as HonoAirlock } from '../src/hono.js'
+import type { airlock as KoaAirlock } from '../src/koa.js'
 import type { airlockShield as AirlockShield } from '../src/fastify.js'
 import type { memoryStore as MemoryStore } from '../src/index.js'
 import type { redisStore as RedisStoreFactory } from '../src/redis.js'
@@ -51,7 +57,7 @@ const redis = (options: RedisOptions = {}): Redis => {
   return c
 }
 
-export type Framework = 'fastify' | 'express'
+export type Framework = 'fastify' | 'express' | 'fetch' | 'hono' | 'koa'
 interface App {
   framework: Framework
   /** The bench must send a pass cookie (fetched once before measuring). */
@@ -86,6 +92,47 @@ async function expressSite(setup?: (app: express.Express) => AirlockMiddleware):
       await gate?.close()
     },
   }
+}
+
+/** Listens on a loopback port; `close` stops the server and then `gate`. */
+async function served(framework: Framework, server: Server, gate?: { close(): Promise<void> }): Promise<Omit<App, 'pass'>> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    framework,
+    port: (server.address() as { port: number }).port,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+      await gate?.close()
+    },
+  }
+}
+
+// The adapters of issue 29, loaded by the scenarios that use them (a COMPARE tree may predate them).
+const fetchAirlock = () => from<typeof FetchAirlock>('fetch', 'airlock')
+const honoAirlock = () => from<typeof HonoAirlock>('hono', 'airlock')
+const koaAirlock = () => from<typeof KoaAirlock>('koa', 'airlock')
+
+/** A plain fetch handler on @hono/node-server (no framework): as `Bun.serve` or `Deno.serve` would be given it. */
+async function fetchSite(gate?: ReturnType<typeof FetchAirlock>): Promise<Omit<App, 'pass'>> {
+  const hello = (_request: Request, _env: unknown): Response => new Response('hello world')
+  return served('fetch', createAdaptorServer({ fetch: gate ? gate.wrap(hello) : hello }) as Server, gate)
+}
+
+async function honoSite(gate?: ReturnType<typeof HonoAirlock>): Promise<Omit<App, 'pass'>> {
+  const app = new Hono()
+  if (gate) app.use(gate)
+  app.get('/', (c) => c.text('hello world'))
+  return served('hono', createAdaptorServer({ fetch: app.fetch }) as Server, gate)
+}
+
+async function koaSite(gate?: ReturnType<typeof KoaAirlock>): Promise<Omit<App, 'pass'>> {
+  const app = new Koa()
+  if (gate) app.use(gate)
+  app.use((ctx) => {
+    if (ctx.path === '/') ctx.body = 'hello world'
+  })
+  return served('koa', createServer(app.callback()), gate)
 }
 
 function use(app: express.Express, gate: AirlockMiddleware): AirlockMiddleware {
@@ -179,6 +226,12 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
     true,
     () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
   ],
+  'fetch bare': [false, () => fetchSite()],
+  'fetch + gate, pass holders, memory': [true, async () => fetchSite((await fetchAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
+  'hono bare': [false, () => honoSite()],
+  'hono + gate, pass holders, memory': [true, async () => honoSite((await honoAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
+  'koa bare': [false, () => koaSite()],
+  'koa + gate, pass holders, memory': [true, async () => koaSite((await koaAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
 }
 
 if (process.env.LIST) {

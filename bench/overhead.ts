@@ -7,7 +7,9 @@
  * - bare Fastify 5; Fastify + gate for pass holders (memory store, Redis store); Fastify + gate in
  *   request mode (Redis; and on an ioredis client with auto-pipelining); the peers: a `redis-semaphore` gate (acquire/release per request),
  *   `@fastify/under-pressure`, `@fastify/rate-limit` on Redis;
- * - bare Express 5; Express + gate for pass holders (memory, Redis).
+ * - bare Express 5; Express + gate for pass holders (memory, Redis);
+ * - a bare fetch handler on @hono/node-server, bare Hono 4 (on @hono/node-server), bare Koa 3; each
+ *   with the gate for pass holders (memory store: a pass holder costs no store call on any store).
  * Ratios are to the bare app of the same framework. Scenarios alternate (A B C ..., A B C ...) so
  * drift hits all alike. Besides req/s (which on a small shared machine largely measures how much
  * CPU the load generator got), it reports the server's CPU time per request, which is steadier.
@@ -40,7 +42,7 @@ const serverEnv = { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_E
 
 interface Target {
   port: number
-  framework: 'fastify' | 'express'
+  framework: 'fastify' | 'express' | 'fetch' | 'hono' | 'koa'
   pass: boolean
   server: ChildProcess
 }
@@ -251,7 +253,7 @@ const markdown = markdownTable(
 )
 console.log(markdown)
 console.log(
-  '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express).' +
+  '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express; fetch, Hono, Koa likewise).' +
     "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
     '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
 )

@@ -132,6 +132,39 @@ describe('src/ architecture', () => {
     expect(wrong).toEqual([])
   })
 
+  /** The packages (peers, `node:` modules) that `entry` and every file it reaches import, type-only imports included. */
+  const reached = (entry: string): string[] => {
+    const seen = new Set<string>()
+    const found = new Set<string>()
+    const walk = (file: string): void => {
+      if (seen.has(file)) return
+      seen.add(file)
+      for (const m of readFileSync(file, 'utf8').matchAll(/from\s+'([^'.][^']*)'/g)) found.add(m[1]!)
+      for (const target of imports(file)) walk(target)
+    }
+    walk(join(src, entry))
+    return [...found].sort()
+  }
+
+  it('each adapter reaches its own framework only; the fetch adapter none', () => {
+    const frameworks = ['fastify', 'fastify-plugin', 'express', 'hono', 'koa', '@hono/node-server', 'ioredis', 'undici', 'prom-client']
+    const peers = (entry: string) => reached(entry).filter((p) => frameworks.includes(p))
+    expect(peers('fetch.ts')).toEqual([])
+    expect(peers('hono.ts')).toEqual(['hono'])
+    expect(peers('koa.ts')).toEqual(['koa'])
+    expect(peers('express.ts')).toEqual([])
+    expect(peers('fastify.ts')).toEqual(['fastify', 'fastify-plugin'])
+  })
+
+  it("the Web-standard adapter's own files use Web APIs only; the Node modules the gate still needs are these (docs/stacks.md)", () => {
+    const own = all.filter((f) => layer(f) === 'fetch' || ['fetch.ts', 'hono.ts'].includes(relative(src, f)))
+    expect(own.map((f) => relative(src, f)).sort()).toEqual(['fetch.ts', 'fetch/options.ts', 'fetch/web.ts', 'hono.ts'])
+    for (const f of own) expect(readFileSync(f, 'utf8'), relative(src, f)).not.toMatch(/from\s+'node:|\b(Buffer|process)\./)
+    // Reached through the gate: crypto (tokens, HMAC signing, hashes), diagnostics_channel (events),
+    // net (isIP for the client share), os (the instance's host name in its report).
+    expect(reached('fetch.ts').filter((p) => p.startsWith('node:'))).toEqual(['node:crypto', 'node:diagnostics_channel', 'node:net', 'node:os'])
+  })
+
   it("the root entry and everything it reaches import no optional peer (fastify, express, ioredis), not even as types", () => {
     const seen = new Set<string>()
     const peers: string[] = []

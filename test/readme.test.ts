@@ -84,6 +84,26 @@ async function visitors(url: string, path: string, n: number) {
   return answers
 }
 
+/**
+ * The stacks' recipes (fetch, Hono, Koa; memory store, limit 20): a visitor gets in with a pass,
+ * 19 more fill the gate and the next one gets the busy page, the pass holder goes on, /health is
+ * never gated, logout frees the place for a newcomer.
+ */
+async function checkStack(c: Context): Promise<void> {
+  const url = await serve(c)
+  const visitor = new Browser(url)
+  const home = await visitor.get('/')
+  expect([home.status, home.body]).toEqual([200, 'hello'])
+  expect(visitor.jar.has('airlock_pass')).toBe(true)
+  expect((await visitors(url, '/', 20)).map((r) => r.status)).toEqual([...Array<number>(19).fill(200), 503])
+  expect((await visitor.get('/')).status).toBe(200)
+  const health = await new Browser(url).get('/health')
+  expect([health.status, health.body, health.cookies]).toEqual([200, 'ok', []])
+  const out = await visitor.get('/logout', { method: 'POST' })
+  expect([out.status, JSON.parse(out.body)]).toEqual([200, { released: true }])
+  expect((await new Browser(url).get('/')).status).toBe(200)
+}
+
 const RECIPES: Record<string, Recipe> = {
   fastify: {
     needs: 'redis',
@@ -126,6 +146,9 @@ const RECIPES: Record<string, Recipe> = {
       expect(await c.held('default')).toBe(0)
     },
   },
+  fetch: { check: checkStack },
+  hono: { check: checkStack },
+  koa: { check: checkStack },
   'cron-overlap': {
     needs: 'redis',
     before: `
@@ -237,7 +260,7 @@ describe('the README', () => {
 
   it('marks its recipes, each checked here; every block that starts a server is one', () => {
     expect(marked.map((r) => r.name).sort()).toEqual(Object.keys(RECIPES).sort())
-    expect(marked.map((r) => r.name)).toEqual(expect.arrayContaining(['fastify', 'express', 'checkout-release']))
+    expect(marked.map((r) => r.name)).toEqual(expect.arrayContaining(['fastify', 'express', 'fetch', 'hono', 'koa', 'checkout-release']))
     const servers = [...readme.matchAll(/```(?:ts|js)\n([\s\S]*?)^```$/gm)].filter(([, code]) => /\.listen\(/.test(code!))
     expect(servers.length).toBeGreaterThanOrEqual(2)
     for (const [, code] of servers) expect(marked.map((r) => r.code)).toContain(code)

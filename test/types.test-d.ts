@@ -2,6 +2,11 @@ import { describe, expectTypeOf, test } from 'vitest'
 import Fastify, { type FastifyRequest } from 'fastify'
 import express from 'express'
 import { airlock } from '../src/express.js'
+import { Hono, type Context } from 'hono'
+import Koa from 'koa'
+import { airlock as fetchAirlock, type FetchAnswer } from '../src/fetch.js'
+import { airlock as honoAirlock, type AirlockVariables } from '../src/hono.js'
+import { airlock as koaAirlock, type KoaContext } from '../src/koa.js'
 import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
 import { createGate, type AirlockControl, type AirlockHandle, type Gate, type GateDecision, type GateOptions } from '../src/index.js'
 
@@ -80,5 +85,36 @@ describe('diagnostics channels', () => {
     }
     expectTypeOf<keyof Payloads>().toEqualTypeOf<(typeof import('../src/index.js').CHANNELS)[number]>()
     expectTypeOf<Payloads['airlock:limit']>().toHaveProperty('recent').toEqualTypeOf<number | null>()
+  })
+})
+
+describe('fetch, Hono and Koa types', () => {
+  test('wrap keeps the handler\'s arguments; check answers a FetchAnswer; options are typed', () => {
+    const gate = fetchAirlock({ limit: 5, clientAddress: (request, server) => (server as { ip: string }).ip ?? request.url, trustProxy: true })
+    const handler = gate.wrap((_request: Request, server: { ip: string }) => new Response(server.ip))
+    expectTypeOf(handler).parameters.toEqualTypeOf<[Request, { ip: string }]>()
+    expectTypeOf(gate.check(new Request('http://x/'))).toEqualTypeOf<FetchAnswer | Promise<FetchAnswer>>()
+    expectTypeOf(gate.handle(new Request('http://x/'))).toEqualTypeOf<AirlockHandle>()
+    // @ts-expect-error trustProxy is a boolean
+    fetchAirlock({ trustProxy: 'yes' })
+  })
+
+  test("Hono: c.var.airlock, and the gate's functions get the Context", () => {
+    const app = new Hono<{ Variables: AirlockVariables }>()
+    app.use(honoAirlock({ limit: 5, skip: (c) => c.req.path === '/health', clientAddress: (c) => c.req.header('x-real-ip') }))
+    app.get('/', (c) => {
+      expectTypeOf(c.var.airlock).toEqualTypeOf<AirlockHandle>()
+      return c.text('ok')
+    })
+    expectTypeOf(honoAirlock().gate).toEqualTypeOf<Gate<Context>>()
+  })
+
+  test('Koa: ctx.state.airlock', () => {
+    const app = new Koa()
+    app.use(koaAirlock({ limit: 5, skip: (ctx) => ctx.path === '/health' }))
+    app.use((ctx) => {
+      expectTypeOf(ctx.state.airlock).toEqualTypeOf<AirlockHandle | undefined>()
+    })
+    expectTypeOf(koaAirlock().gate).toEqualTypeOf<Gate<KoaContext>>()
   })
 })

@@ -10,7 +10,7 @@ import { json, row, runBench } from './run.js'
 requireRedis()
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
-  it('overhead: every scenario, Fastify and Express, with the peers', { timeout: 90_000 }, async () => {
+  it('overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers', { timeout: 90_000 }, async () => {
     const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' })
     expect(code, out).toBe(0)
     const names = [
@@ -27,6 +27,12 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       'express bare',
       'express + gate, pass holders, memory',
       'express + gate, pass holders, redis',
+      'fetch bare',
+      'fetch + gate, pass holders, memory',
+      'hono bare',
+      'hono + gate, pass holders, memory',
+      'koa bare',
+      'koa + gate, pass holders, memory',
     ]
     for (const name of names) expect(row(out, name), `row of ${name}`).toBeDefined()
     const r = json('overhead')

@@ -7,6 +7,9 @@
 import { Redis } from 'ioredis'
 import Fastify from 'fastify'
 import { airlock } from '../../src/express.js'
+import { airlock as fetchAirlock } from '../../src/fetch.js'
+import { airlock as honoAirlock } from '../../src/hono.js'
+import { airlock as koaAirlock } from '../../src/koa.js'
 import { airlockShield } from '../../src/fastify.js'
 import { createLockServer, memoryResources, redisResources } from '../../src/lock-server.js'
 import { airlockControl, airlockReport, createSemaphore, createSigner, createWaitingRoom, memoryStore, newVisitorId, throttle, type Lease } from '../../src/index.js'
@@ -206,6 +209,36 @@ export const targets: Target[] = [
     nested: ['cookie', 'queue', 'history'],
     whole: true,
     make: (o) => airlock(o as never),
+    valid: GATE_VALID,
+  },
+  {
+    name: 'airlock (fetch)',
+    label: 'airlock (fetch)',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
+    nested: ['cookie', 'queue'],
+    whole: true,
+    make: (o) => fetchAirlock(o as never),
+    valid: [...GATE_VALID, { trustProxy: true, clientAddress: () => '10.0.0.1' }],
+  },
+  {
+    name: 'airlock (Hono)',
+    label: 'airlock (Hono)',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
+    nested: ['cookie', 'queue'],
+    whole: true,
+    make: (o) => honoAirlock(o as never),
+    valid: [...GATE_VALID, { trustProxy: false, clientAddress: () => undefined }],
+  },
+  {
+    name: 'airlock (Koa)',
+    label: 'gate options',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: GATE_SPECS,
+    nested: ['cookie', 'queue'],
+    whole: true,
+    make: (o) => koaAirlock(o as never),
     valid: GATE_VALID,
   },
   {

@@ -15,7 +15,7 @@ import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, nextAddress, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import { Browser, getAndHead, hit, nextAddress, requestHeader, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
 
 
 async function held(store: Store, name = 'default'): Promise<number> {
@@ -468,7 +468,7 @@ export function behaviour(adapter: AdapterName): void {
           secret: SECRET,
           logger: quiet(),
           bypass: ['/health', /^\/ki/],
-          skip: (req: { headers: Record<string, unknown> }) => req.headers['x-internal'] === 'yes',
+          skip: (req: unknown) => requestHeader(req, 'x-internal') === 'yes',
         },
       })
       expect((await hit(`${app.url}/`)).status).toBe(200)

@@ -1,6 +1,6 @@
 /**
- * One test app per adapter (Fastify 5, Express 4, Express 5), all with the same routes, served over
- * real HTTP on 127.0.0.1. The behaviour suite drives them through `TestApp` only.
+ * One test app per adapter (Fastify 5, Express 4, Express 5 here; fetch, Hono, Koa 3 in web-apps.ts),
+ * all with the same routes, served over real HTTP on 127.0.0.1. The behaviour suite drives them through `TestApp` only.
  */
 import { connect, type AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
@@ -12,9 +12,10 @@ import express4 from 'express4'
 import { airlockShield } from '../../src/fastify.js'
 import { airlock, type AirlockMiddleware } from '../../src/express.js'
 import type { GateOptions } from '../../src/gate/gate.js'
+import { startWebApp, type WebAdapterName } from './web-apps.js'
 
-export type AdapterName = 'fastify' | 'express4' | 'express5'
-export const ADAPTERS: AdapterName[] = ['fastify', 'express4', 'express5']
+export type AdapterName = 'fastify' | 'express4' | 'express5' | WebAdapterName
+export const ADAPTERS: AdapterName[] = ['fastify', 'express4', 'express5', 'fetch', 'hono', 'koa']
 
 /** What the handlers saw. */
 export class Stats {
@@ -88,6 +89,7 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
     for (const h of hangs.splice(0)) h()
   }
   const ms = (q: unknown): number => Number((q as { ms?: string }).ms ?? 0)
+  if (adapter === 'fetch' || adapter === 'hono' || adapter === 'koa') return startWebApp(adapter, setup, { stats, hang, unhang })
 
   if (adapter === 'fastify') {
     const app = Fastify({ forceCloseConnections: true, trustProxy: setup.trustProxy ?? false })
@@ -223,6 +225,18 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
       await Promise.all(middlewares.map((m) => m.close()))
     },
   }
+}
+
+/**
+ * A request header as the gate's functions (`skip`, `nonce`, ...) see the request on each adapter:
+ * Node's (Fastify, Express, Koa's context: a headers object), a fetch `Request` (`Headers`), or
+ * Hono's context (`c.req.header(name)`).
+ */
+export function requestHeader(request: unknown, name: string): string | undefined {
+  const r = request as { headers?: unknown; req?: { header?(name: string): string | undefined } }
+  if (r.headers instanceof Headers) return r.headers.get(name) ?? undefined
+  if (r.headers !== undefined) return (r.headers as Record<string, string | undefined>)[name]
+  return r.req?.header?.(name)
 }
 
 /** A `startApp` for the enclosing block whose apps are all closed after each test. */

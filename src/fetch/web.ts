@@ -1,0 +1,250 @@
+/**
+ * The gate on Web-standard `Request` and `Response` (the fetch API): what the `airlock-shield/fetch`
+ * entry and the Hono middleware share. It only translates: a `Request` becomes a {@link RequestView},
+ * a decision becomes a `Response` (the gate's answer) or an {@link WebAnswer} to finish the route's
+ * own response with (the gate's cookie and headers added, `Airlock-Command` acted on and removed,
+ * and in request mode the slot released once its body ends). Web APIs only: no `node:` import.
+ */
+import type { Gate } from '../gate/gate.js'
+import { COMMAND_HEADER, handleFor, NO_HANDLE, runCommand, type CookieJar } from '../gate/handle.js'
+import type { AirlockHandle, GateDecision, GateResponse, RequestSlot, RequestView } from '../gate/types.js'
+
+const NONE: readonly string[] = Object.freeze([])
+
+/** The request headers the gate reads, looked up in a `Headers` when read (most are never read). */
+class HeaderView {
+  readonly #h: Headers
+  constructor(headers: Headers) {
+    this.#h = headers
+  }
+  get cookie(): string | undefined {
+    return this.#h.get('cookie') ?? undefined
+  }
+  get accept(): string | undefined {
+    return this.#h.get('accept') ?? undefined
+  }
+  get 'accept-language'(): string | undefined {
+    return this.#h.get('accept-language') ?? undefined
+  }
+  get 'x-airlock-poll'(): string | undefined {
+    return this.#h.get('x-airlock-poll') ?? undefined
+  }
+  get 'x-airlock-solution'(): string | undefined {
+    return this.#h.get('x-airlock-solution') ?? undefined
+  }
+  get origin(): string | undefined {
+    return this.#h.get('origin') ?? undefined
+  }
+  get host(): string | undefined {
+    return this.#h.get('host') ?? undefined
+  }
+  get 'sec-fetch-site'(): string | undefined {
+    return this.#h.get('sec-fetch-site') ?? undefined
+  }
+}
+
+/** Path and query of an absolute URL (`https://a.example/b?c` → `/b?c`), without parsing it whole. */
+export function pathOf(url: string): string {
+  const scheme = url.indexOf('://')
+  if (scheme < 0) return url.startsWith('/') ? url : '/'
+  const at = url.indexOf('/', scheme + 3)
+  if (at >= 0) return url.slice(at)
+  const query = url.indexOf('?', scheme + 3)
+  return query < 0 ? '/' : `/${url.slice(query)}`
+}
+
+/** The first value of a comma-separated header (`X-Forwarded-Proto: https, http` → `https`). */
+function firstValue(value: string | null): string | undefined {
+  if (value === null) return undefined
+  const comma = value.indexOf(',')
+  const first = (comma < 0 ? value : value.slice(0, comma)).trim()
+  return first === '' ? undefined : first
+}
+
+/** HTTPS: the request's own URL, or (`trustProxy` only) the first `X-Forwarded-Proto`. */
+export function isSecure(request: Request, trustProxy: boolean): boolean {
+  if (trustProxy) {
+    const proto = firstValue(request.headers.get('x-forwarded-proto'))
+    if (proto !== undefined) return proto.toLowerCase() === 'https'
+  }
+  return request.url.startsWith('https:')
+}
+
+/**
+ * The client's address a fetch handler can know without help: the first `X-Forwarded-For` address
+ * when `trustProxy` (every client's header is believed: only behind a proxy you run), else the
+ * socket of `@hono/node-server` (its handler's second argument, `{ incoming }`), else `undefined`.
+ */
+export function defaultAddress(request: Request, bindings: unknown, trustProxy: boolean): string | undefined {
+  if (trustProxy) {
+    const forwarded = firstValue(request.headers.get('x-forwarded-for'))
+    if (forwarded !== undefined) return forwarded
+  }
+  const incoming = (bindings as { incoming?: { socket?: { remoteAddress?: string } } } | null | undefined)?.incoming
+  return incoming?.socket?.remoteAddress
+}
+
+/** The gate's answer as a `Response`, with the decision's cookie. `HEAD`: the headers of the `GET` answer, no body. */
+export function toResponse(r: GateResponse, setCookie: string | undefined, method: string): Response {
+  const headers = new Headers(r.headers)
+  if (setCookie !== undefined) headers.append('set-cookie', setCookie)
+  return new Response(method === 'HEAD' || r.status === 204 ? null : r.body, { status: r.status, headers })
+}
+
+/** Headers a response may still take; a copy of the response when its headers are immutable (a `fetch()` result, `Response.redirect`). */
+function mutable(response: Response): Response {
+  try {
+    response.headers.set(COMMAND_HEADER, '')
+    response.headers.delete(COMMAND_HEADER)
+    return response
+  } catch {
+    return new Response(response.body, response)
+  }
+}
+
+/**
+ * Calls `done` once, when the body has been read to its end, or its reader gave up (`cancel`: the
+ * server stopped writing it, the client went away), or it failed. A new `Response` around the body.
+ */
+function watchBody(response: Response, done: () => void): Response {
+  const source = response.body
+  if (source === null) {
+    done()
+    return response
+  }
+  const reader = source.getReader()
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read()
+        if (end) {
+          controller.close()
+          done()
+        } else controller.enqueue(value)
+      } catch (err) {
+        controller.error(err)
+        done()
+      }
+    },
+    cancel(reason) {
+      done()
+      return reader.cancel(reason)
+    },
+  })
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+}
+
+/**
+ * One request's decision, for a middleware: send {@link response} when set (the route must not run);
+ * else run the route and pass its response to {@link finish} (or call {@link fail} when it threw).
+ */
+export class WebAnswer<Req = unknown> {
+  /** The gate's own answer (busy `503`, waiting `202`, the challenge, the confirm `204`, an admitted poll, "left the line"); `undefined`: on to the route. */
+  readonly response: Response | undefined
+  /** The gate's decision for this request. */
+  readonly decision: GateDecision
+  readonly #gate: Gate<Req>
+  readonly #request: Request
+  readonly #secure: boolean
+  /** The gate's cookies for the route's response; `undefined` once it is finished. */
+  #cookies: readonly string[] | undefined
+  #handle: AirlockHandle | undefined
+  /** Session mode with the adaptive limit: when the route started (performance.now()). */
+  readonly #since: number
+
+  constructor(gate: Gate<Req>, decision: GateDecision, request: Request, secure: boolean) {
+    this.#gate = gate
+    this.decision = decision
+    this.#request = request
+    this.#secure = secure
+    this.response = decision.response === undefined ? undefined : toResponse(decision.response, decision.setCookie, request.method)
+    this.#cookies = decision.setCookie === undefined ? NONE : [decision.setCookie]
+    this.#since = decision.response === undefined && gate.measures(decision) ? performance.now() : -1
+  }
+
+  /** The route's view of the decision (`release()` ends the pass or the request's slot early). */
+  get airlock(): AirlockHandle {
+    if (this.#handle !== undefined) return this.#handle
+    if (this.decision.kind === 'bypass') return (this.#handle = NO_HANDLE)
+    const jar: CookieJar = {
+      get: () => this.#cookies as string[] | undefined,
+      set: (cookies) => {
+        if (this.#cookies !== undefined) this.#cookies = cookies
+      },
+    }
+    return (this.#handle = handleFor(this.#gate, this.decision, jar, this.#secure))
+  }
+
+  /**
+   * For a middleware that never sees the route's response (Next.js `proxy.ts`:
+   * `NextResponse.next({ headers: answer.headers })`): what that response must carry, the new or
+   * renewed pass's `Set-Cookie` and the confirm `Link`. Such a middleware cannot act on
+   * `Airlock-Command` nor release a request-mode slot when the response ends (the slot then lives
+   * until `ttl`): use session mode there, or {@link finish} where the response is at hand.
+   */
+  get headers(): Headers {
+    const headers = new Headers()
+    for (const c of this.#cookies ?? NONE) headers.append('set-cookie', c)
+    if (this.decision.kind === 'admit' && this.decision.headers !== undefined) for (const [k, v] of Object.entries(this.decision.headers)) headers.append(k, v)
+    return headers
+  }
+
+  /** The slot this request holds until its response is over (request mode; a local-share admission in session mode). */
+  get #slot(): RequestSlot | undefined {
+    return this.decision.kind === 'admit' ? this.decision.slot : undefined
+  }
+
+  /**
+   * The route's response, finished: the gate's cookie (a new or renewed pass) and headers (the
+   * confirm link) added, an `Airlock-Command: release` acted on and removed; in request mode the
+   * slot is released once the body has been sent (or given up on, or the client went away). The
+   * same response when nothing had to change, else a new one: send what this returns. Once.
+   */
+  finish(response: Response): Response {
+    const d = this.decision
+    const slot = this.#slot
+    if (this.#since >= 0) this.#gate.measure(performance.now() - this.#since, response.status >= 500, d)
+    const command = d.kind === 'bypass' ? null : response.headers.get(COMMAND_HEADER)
+    const headers = d.kind === 'admit' ? d.headers : undefined
+    if (command !== null || (this.#cookies ?? NONE).length > 0 || headers !== undefined) {
+      response = mutable(response)
+      if (command !== null) {
+        response.headers.delete(COMMAND_HEADER)
+        // Before the cookies go out: ending the pass replaces its cookie with one that clears it.
+        runCommand(this.#gate, this.airlock, command)
+      }
+      for (const c of this.#cookies ?? NONE) response.headers.append('set-cookie', c)
+      if (headers !== undefined) for (const [k, v] of Object.entries(headers)) response.headers.append(k, v)
+    }
+    this.#cookies = undefined
+    if (slot === undefined) return response
+    const failed = response.status >= 500
+    const release = (): void => void slot.release(failed)
+    // No body will be read: a HEAD answer (Hono, and some servers, drop it unread), or the client is gone.
+    const signal = this.#request.signal
+    if (this.#request.method === 'HEAD' || signal.aborted) {
+      release()
+      return response
+    }
+    signal.addEventListener('abort', release, { once: true })
+    return watchBody(response, () => {
+      signal.removeEventListener('abort', release)
+      release()
+    })
+  }
+
+  /** The route threw (no response): request mode frees the slot, as failed work. */
+  fail(): void {
+    this.#cookies = undefined
+    void this.#slot?.release(true)
+    if (this.#since >= 0) this.#gate.measure(performance.now() - this.#since, true, this.decision)
+  }
+}
+
+/** Decides `request` (`req`: what `skip`, `nonce`, `busyPage` and `clientKey` are given). Synchronous for pass holders. */
+export function check<Req>(gate: Gate<Req>, request: Request, req: Req, ip: string | undefined, trustProxy: boolean): WebAnswer<Req> | Promise<WebAnswer<Req>> {
+  const secure = isSecure(request, trustProxy)
+  const view: RequestView<Req> = { method: request.method, url: pathOf(request.url), headers: new HeaderView(request.headers), secure, ip, routing: undefined, request: req }
+  const d = gate.decide(view)
+  return d instanceof Promise ? d.then((x) => new WebAnswer(gate, x, request, secure)) : new WebAnswer(gate, d, request, secure)
+}
