@@ -16,9 +16,9 @@ const hasRedis = spawnSync('redis-server', ['--version']).status === 0
 const run = () => execFileSync('bash', ['.ci/run', '--dry-run'], { cwd: root, encoding: 'utf8', timeout: 30_000 })
 
 describe('.ci/run', () => {
-  it('makes sure of redis-server, chromium, lua-check, the PHP client packages (php-cli, php-curl, php-symfony-http-client), nginx, curl and procps', () => {
+  it('makes sure of redis-server, chromium, lua-check, the PHP client packages (php-cli, php-curl, php-symfony-http-client), nginx, curl, procps and prometheus (promtool)', () => {
     const checked = /^ci: system packages: (.*?);/m.exec(run())?.[1]?.split(' ')
-    expect(checked).toEqual(['redis-server', 'chromium', 'lua-check', 'php-cli', 'php-curl', 'php-symfony-http-client', 'nginx', 'curl', 'procps'])
+    expect(checked).toEqual(['redis-server', 'chromium', 'lua-check', 'php-cli', 'php-curl', 'php-symfony-http-client', 'nginx', 'curl', 'procps', 'prometheus'])
   })
 
   it.skipIf(!hasRedis && !process.env.CI)('prints the Redis version as a bare number (7.0.15, not v=7.0.15)', () => {
