@@ -5,7 +5,10 @@
  */
 import { createHash } from 'node:crypto'
 import { AirlockError } from '../base/errors.js'
-import type { RedisClientLike } from './redis-client.js'
+import type { RedisClient, RedisClientLike } from './redis-client.js'
+import { redisClientLike } from './redis-clients.js'
+
+export type { RedisClient } from './redis-client.js'
 
 /** A Lua script as sent to Redis: its text, its SHA1, and how many of its arguments are keys. */
 export interface LuaScript {
@@ -31,10 +34,14 @@ export class RedisCaller {
   /** Scripts sent with EVAL on this client (so Redis has them cached). */
   private readonly loaded = new Set<string>()
 
+  readonly client: RedisClientLike
+
+  /** `client`: the user's (ioredis, iovalkey, node-redis), or its adapter. */
   constructor(
-    readonly client: RedisClientLike,
+    client: RedisClient | RedisClientLike,
     readonly commandTimeout: number,
   ) {
+    this.client = redisClientLike(client)
     this.deadlines = new Deadlines(commandTimeout)
   }
 

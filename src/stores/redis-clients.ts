@@ -13,9 +13,11 @@ const adapters = new WeakMap<object, RedisClientLike>()
 
 /**
  * The adapter for a `client` option: an ioredis (5, 6) or iovalkey `Redis`/`Cluster`, or a
- * node-redis (5, 6) client or cluster. Throws `ERR_AIRLOCK_OPTION` naming what it got otherwise.
+ * node-redis (5, 6) client or cluster (an adapter is returned as it is). Throws
+ * `ERR_AIRLOCK_OPTION` naming what it got otherwise.
  */
 export function redisClientLike(value: unknown): RedisClientLike {
+  if (value instanceof IoRedisAdapter || value instanceof NodeRedisAdapter) return value // adapted already
   if (value === null || typeof value !== 'object') return wrongClient(value)
   let adapter = adapters.get(value)
   if (!adapter) {
@@ -26,15 +28,15 @@ export function redisClientLike(value: unknown): RedisClientLike {
 }
 
 function detect(c: Record<string, unknown>): RedisClientLike | undefined {
-  if (typeof c.duplicate !== 'function') return undefined
-  // ioredis and iovalkey: defineCommand and a status word; a Cluster says so (isCluster).
-  if (typeof c.defineCommand === 'function' && typeof c.status === 'string') return new IoRedisAdapter(c)
+  // ioredis and iovalkey: defineCommand (theirs alone); a Cluster says so (isCluster).
+  if (typeof c.defineCommand === 'function' && typeof c.duplicate === 'function') return new IoRedisAdapter(c)
   if (typeof c.sendCommand !== 'function' || typeof c.isOpen !== 'boolean') return undefined
   if (typeof c.acquire === 'function' || typeof c.execute === 'function') {
     optionError(
       'client: a node-redis Sentinel or client pool is not supported; pass a client from createClient() or a cluster from createCluster()',
     )
   }
+  if (typeof c.duplicate !== 'function') return undefined
   // node-redis: a cluster finds a slot's master; a client knows when it is ready.
   if (typeof c.getSlotMaster === 'function') return new NodeRedisAdapter(c, true)
   if (typeof c.isReady === 'boolean') return new NodeRedisAdapter(c, false)

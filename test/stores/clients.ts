@@ -102,6 +102,23 @@ export function clientSuite(name: ClientName): void {
       expect(await resources.get('doc')).toBeNull()
     })
 
+    it('replicas: 1 grants a slot once a replica holds it; with the replica gone, nothing is granted (WAIT)', async () => {
+      const primary = await server()
+      const replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)])
+      own.push(replica)
+      const admin = replica.client()
+      await until(async () => /master_link_status:up/.test(await admin.info('replication')))
+      const s = redisStore({ client: await kind.single(primary.port), replicas: 1, replicaTimeout: 500 })
+      stores.push(s)
+      // On a busy host the acknowledgement can miss the budget (then nothing is granted, as it should be).
+      let n = 0
+      await until(async () => (await s.acquire('acked', { ...slot(`a${++n}`), limit: 5 })).status === 'acquired', 10_000)
+      expect(Number(await admin.hget('{airlock:acked}:m', '#used'))).toBe(1)
+      await replica.kill()
+      expect((await s.acquire('acked', { ...slot('b'), limit: 5 })).status).toBe('busy')
+      await until(async () => (await s.state('acked')).held === 1, 2_000)
+    })
+
     it('a stalled server (SIGSTOP): calls are answered within commandTimeout, and what they took is freed once it answers', async () => {
       const r = await server()
       const s = await store(r, { commandTimeout: 300 })
