@@ -1,14 +1,14 @@
 /**
- * How airlock talks to Redis: every call waits for a connected client (never ioredis' offline
+ * How airlock talks to Redis: every call waits for a connected client (never the client's offline
  * queue) and has a budget ({@link RedisCaller}, {@link Deadlines}); a call given up on may still
  * run on Redis, so what it took is freed once it settles ({@link Leftovers}).
  */
 import { createHash } from 'node:crypto'
-import type { Cluster, Redis } from 'ioredis'
 import { AirlockError } from '../base/errors.js'
+import type { RedisClient, RedisClientLike } from './redis-client.js'
+import { redisClientLike } from './redis-clients.js'
 
-/** An ioredis client: a standalone `Redis` or a `Cluster`. */
-export type RedisClient = Redis | Cluster
+export type { RedisClient } from './redis-client.js'
 
 /** A Lua script as sent to Redis: its text, its SHA1, and how many of its arguments are keys. */
 export interface LuaScript {
@@ -24,7 +24,7 @@ export function luaScript(lua: string, numKeys: number): LuaScript {
 
 /**
  * Sends commands on a connected client within `commandTimeout`: while the client is reconnecting
- * it waits for `ready` rather than parking the command in ioredis' offline queue (a parked acquire
+ * it waits for `ready` rather than parking the command in the client's offline queue (a parked acquire
  * or write would run once Redis is back, long after its caller was told it failed), and a call
  * still unanswered at its deadline rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`.
  */
@@ -34,10 +34,14 @@ export class RedisCaller {
   /** Scripts sent with EVAL on this client (so Redis has them cached). */
   private readonly loaded = new Set<string>()
 
+  readonly client: RedisClientLike
+
+  /** `client`: the user's (ioredis, iovalkey, node-redis), or its adapter. */
   constructor(
-    readonly client: RedisClient,
+    client: RedisClient | RedisClientLike,
     readonly commandTimeout: number,
   ) {
+    this.client = redisClientLike(client)
     this.deadlines = new Deadlines(commandTimeout)
   }
 
@@ -50,9 +54,8 @@ export class RedisCaller {
       sent?.(command, answer)
       return answer
     }
-    const status = this.client.status
     // The hot path: connected (or lazily connecting on first use), so send at once.
-    if (status === 'ready' || status === 'wait') return go()
+    if (this.client.ready) return go()
     return this.ready(deadline).then(go)
   }
 
@@ -60,21 +63,20 @@ export class RedisCaller {
   eval(script: LuaScript, keysAndArgs: (string | number)[]): Promise<unknown> {
     if (!this.loaded.has(script.sha)) {
       this.loaded.add(script.sha)
-      return this.client.eval(script.lua, script.numKeys, ...keysAndArgs)
+      return this.client.eval(script.lua, script.numKeys, keysAndArgs)
     }
-    return this.client.evalsha(script.sha, script.numKeys, ...keysAndArgs).catch((err: unknown) => {
+    return this.client.evalsha(script.sha, script.numKeys, keysAndArgs).catch((err: unknown) => {
       if (!String((err as Error)?.message).startsWith('NOSCRIPT')) throw err
-      return this.client.eval(script.lua, script.numKeys, ...keysAndArgs)
+      return this.client.eval(script.lua, script.numKeys, keysAndArgs)
     })
   }
 
   private async ready(deadline: number): Promise<void> {
-    const status = this.client.status
-    if (status === 'ready' || status === 'wait') return
-    if (status === 'end' || status === 'close') throw unavailable(`redis connection is ${status}`)
+    if (this.client.ready) return
+    if (this.client.ended) throw unavailable(`redis connection is ${this.client.status}`)
     // One 'ready' listener per connection attempt, however many calls wait on it.
     this.readyWait ??= new Promise<void>((resolve) => {
-      this.client.once('ready', () => {
+      this.client.onceReady(() => {
         this.readyWait = undefined
         resolve()
       })
@@ -101,7 +103,7 @@ const CLEANUP_RETRY_MS = [100, 250, 500, 1000, 2000, 5000] as const
 
 /**
  * Capacity taken by calls nobody waits for any more. A call given up on (its budget ran out while
- * Redis was paused, or its connection failed) may still run on Redis later: ioredis re-sends
+ * Redis was paused, or its connection failed) may still run on Redis later: a client re-sends
  * unanswered commands after a reconnect, and a paused server runs the queued ones when it resumes.
  * Its slot (or place in line) would then be held by a token nobody has, until its ttl. So once such
  * a call settles, the tokens its late reply says it took (all of them when it failed: it may have

@@ -3,17 +3,17 @@
  * SUBSCRIBE per channel shared by every listener of it (the wake-ups of waiters in line, the new
  * versions of a control record). The last listener of a channel to go unsubscribes it.
  */
-import type { Deadlines, RedisClient } from './redis-calls.js'
+import type { Deadlines } from './redis-calls.js'
+import type { RedisClientLike, RedisSubscriber } from './redis-client.js'
 
 export class RedisChannels {
-  private subscriber: RedisClient | undefined
-  private subscribing: Promise<RedisClient> | undefined
+  private subscriber: RedisSubscriber | undefined
   private readonly listeners = new Map<string, Set<(head: string) => void>>()
   /** Channels subscribed (or being subscribed) on the subscriber connection. */
   private readonly subscriptions = new Map<string, Promise<void>>()
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly client: RedisClientLike,
     private readonly deadlines: Deadlines,
     private readonly commandTimeout: number,
   ) {}
@@ -28,7 +28,7 @@ export class RedisChannels {
     set.add(listener)
     const forget = (): void => this.forget(channel, set, listener)
     try {
-      const sub = await this.subscriberClient()
+      const sub = this.subscriberClient()
       // One SUBSCRIBE per channel, shared by every listener; a failed one is tried again next time.
       let pending = this.subscriptions.get(channel)
       if (pending === undefined) {
@@ -51,10 +51,7 @@ export class RedisChannels {
   close(): void {
     this.listeners.clear()
     this.subscriptions.clear()
-    const sub = this.subscriber
-    if (sub) {
-      sub.disconnect()
-    }
+    this.subscriber?.close()
   }
 
   /** Drops one listener; the last one of a channel unsubscribes it. */
@@ -66,17 +63,11 @@ export class RedisChannels {
   }
 
   /** One extra connection per store, opened on first use, for wake-up messages. */
-  private subscriberClient(): Promise<RedisClient> {
-    this.subscribing ??= (async () => {
-      const sub = this.client.duplicate() as RedisClient
-      sub.on('error', () => {}) // reconnects by itself; waiters keep their safety poll meanwhile
-      sub.on('message', (channel: string, message: string) => {
-        const set = this.listeners.get(channel)
-        if (set) for (const listener of set) listener(message)
-      })
-      this.subscriber = sub
-      return sub
-    })()
-    return this.subscribing
+  private subscriberClient(): RedisSubscriber {
+    this.subscriber ??= this.client.subscriber((channel, message) => {
+      const set = this.listeners.get(channel)
+      if (set) for (const listener of set) listener(message)
+    })
+    return this.subscriber
   }
 }

@@ -5,20 +5,15 @@
  * handed out. The store then reports a loss (`RedisStore.lostAt`), and callers keep from granting
  * new slots until every slot that may have been lost has expired (see `Semaphore.acquire`).
  *
- * How: ioredis reads `INFO` on every (re)connection before it sends anything queued (its ready
- * check), and hands it to its connector's `check`. Wrapping that hook sees the server's `run_id`
- * (a new one on every start) and `master_replid` (a new one when a replica is promoted) before
- * any script runs on the new server: no extra round trip, no window. A client without that hook
- * is not watched: a Cluster (a replica taking over a shard keeps its connection, so no new INFO
- * is read), or another client library.
+ * How: the client's adapter tells the server's `INFO` on every (re)connection before anything the
+ * store sent meanwhile is answered (`RedisClientLike.watchServer`: ioredis's own ready check, read
+ * with no extra round trip; on node-redis, an `INFO` sent as the connection becomes ready). It
+ * holds the server's `run_id` (a new one on every start) and `master_replid` (a new one when a
+ * replica is promoted). A Cluster is not watched (a replica taking over a shard keeps its
+ * connection, so no new INFO is read).
  */
 import { failoverChannel, type FailoverEvent } from '../base/events.js'
-
-interface ReadyChecked {
-  connector?: { check?: (info: Record<string, string>) => boolean }
-  status?: string
-  info?(): Promise<string>
-}
+import type { RedisClientLike } from './redis-client.js'
 
 /** The server identity last seen: its `run_id`, and the replication id it serves. */
 interface Identity {
@@ -31,11 +26,17 @@ export class ServerWatch {
   #lostAt: number | undefined
   #changes = 0
 
+  /** Stops watching (the store is closed). */
+  readonly stop: () => void
+
   constructor(
-    client: unknown,
+    client: RedisClientLike,
     private readonly prefix: string,
   ) {
-    this.#watch(client as ReadyChecked)
+    this.stop = client.watchServer((info, initial) => {
+      // Read because the client was connected before: a reconnection's may have come first.
+      if (!initial || this.#identity === undefined) this.seen(info)
+    })
   }
 
   /** Local time (ms) the store last found a different server answering; `undefined`: never. */
@@ -46,23 +47,6 @@ export class ServerWatch {
   /** How many times it did. */
   get changes(): number {
     return this.#changes
-  }
-
-  #watch(client: ReadyChecked): void {
-    const connector = client.connector
-    if (!connector || typeof connector.check !== 'function') return
-    const check = connector.check.bind(connector)
-    connector.check = (info) => {
-      this.seen(info)
-      return check(info)
-    }
-    // Connected before the store was made: its first INFO went unseen. Read it now.
-    if (client.status === 'ready' && typeof client.info === 'function') {
-      client.info().then(
-        (text) => this.#identity ?? this.seen(Object.fromEntries(text.split('\r\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]))),
-        () => {},
-      )
-    }
   }
 
   /** One connection's `INFO` (fields by name). Public for a client that reads it itself. */

@@ -4,21 +4,29 @@ import { received, duration, knownKeys, nonNegativeInteger, safeName } from '../
 import { acquireResult } from './redis-replies.js'
 import { BATCH_REPLY_WIDTH, decodeEnded, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
-import { Leftovers, RedisCaller, type GiveUp, type RedisClient } from './redis-calls.js'
+import { Leftovers, RedisCaller, type GiveUp } from './redis-calls.js'
+import type { RedisClient, RedisClientLike } from './redis-client.js'
+import { redisClientLike } from './redis-clients.js'
 import { batch, type Batch } from './redis-batch.js'
 import { RedisChannels } from './redis-pubsub.js'
 import { ServerWatch } from './redis-server.js'
 import { RedisHistory } from './redis-history.js'
 import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
 
-export type { RedisClient } from './redis-calls.js'
+export type { IoRedisClient, NodeRedisClient, RedisClient } from './redis-client.js'
 
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster` client. The store never closes it; you do. */
-  client: RedisClient
+export interface RedisStoreOptions<C extends RedisClient = RedisClient> {
+  /**
+   * The client you already have, standalone or Cluster: an ioredis `Redis` or `Cluster` (ioredis 5
+   * or 6, or iovalkey), or a node-redis (`redis` 5 or 6) client from `createClient()` or cluster
+   * from `createCluster()`, which you connect (`await client.connect()`). Told apart by shape, no
+   * wrapper needed. The store never closes it; you do. It opens one more connection for pub/sub
+   * (`duplicate()`), which it closes.
+   */
+  client: C
   /**
    * Budget for one store call (ms), after which it rejects with `ERR_AIRLOCK_STORE_UNAVAILABLE`
-   * instead of waiting on ioredis' offline queue or a dead connection. Default 1000.
+   * instead of waiting on the client's offline queue or a dead connection. Default 1000.
    */
   commandTimeout?: number
   /** Key prefix; keys look like `{<prefix>:<name>}:h`. Default `'airlock'`. */
@@ -56,14 +64,18 @@ export function isRedisStore(store: unknown): store is RedisStore {
 }
 
 /**
- * A store on Redis (standalone or Cluster, Redis >= 6.2). Each operation is one Lua script sent
+ * A store on Redis (standalone or Cluster, Redis >= 6.2; Valkey too), on an ioredis, iovalkey or
+ * node-redis client. Each operation is one Lua script sent
  * with EVALSHA (EVAL the first time, and after a `SCRIPT FLUSH` or a restart), so every decision is
  * a single round trip that uses the server's clock.
  */
-export class RedisStore implements Store {
+export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly kind = 'redis'
   readonly [BRAND] = true
-  readonly client: RedisClient
+  /** The client given (yours to close). */
+  readonly client: C
+  /** The one interface the store talks to, whichever client it is (see redis-client.ts). */
+  readonly #redis: RedisClientLike
   readonly commandTimeout: number
   readonly prefix: string
   /** Replicas that acknowledge each grant (`WAIT`), and how long a grant waits for them (ms). */
@@ -81,7 +93,7 @@ export class RedisStore implements Store {
   /** Which server answers: a different one means the last writes may be lost (see redis-server.ts). */
   readonly #server: ServerWatch
 
-  constructor(options: RedisStoreOptions) {
+  constructor(options: RedisStoreOptions<C>) {
     if (options === null || typeof options !== 'object') {
       optionError(`redisStore() needs an options object with a client, got ${received(options)}`)
     }
@@ -90,20 +102,21 @@ export class RedisStore implements Store {
       optionError('redisStore() takes an options object: write redisStore({ client: redis }), not redisStore(redis)')
     }
     knownKeys('redisStore()', options, ['client', 'commandTimeout', 'prefix', 'replicas', 'replicaTimeout'])
-    this.client = redisClientOption(options.client)
+    this.#redis = redisClientLike(options.client)
+    this.client = options.client
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.replicas = nonNegativeInteger('replicas', options.replicas ?? 0)
     this.replicaTimeout = duration('replicaTimeout', options.replicaTimeout ?? Math.max(1, Math.floor(this.commandTimeout / 2)))
-    if (this.replicas > 0 && (this.client as { isCluster?: boolean }).isCluster === true) {
+    if (this.replicas > 0 && this.#redis.isCluster) {
       optionError('replicas is not supported on a Cluster client (WAIT cannot be sent to the shard of a key); leave it at 0')
     }
     if (this.replicas > 0 && this.replicaTimeout >= this.commandTimeout) {
       optionError(`replicaTimeout must be below commandTimeout (${this.commandTimeout} ms), got ${this.replicaTimeout}`)
     }
-    this.caller = new RedisCaller(this.client, this.commandTimeout)
-    this.channels = new RedisChannels(this.client, this.caller.deadlines, this.commandTimeout)
-    this.#server = new ServerWatch(this.client, this.prefix)
+    this.caller = new RedisCaller(this.#redis, this.commandTimeout)
+    this.channels = new RedisChannels(this.#redis, this.caller.deadlines, this.commandTimeout)
+    this.#server = new ServerWatch(this.#redis, this.prefix)
     this.leftovers = new Leftovers((name, tokens) =>
       this.run(scripts.ABANDON, name, { channel: this.channel(name) }, tokens),
     )
@@ -172,7 +185,7 @@ export class RedisStore implements Store {
   async #acknowledged(): Promise<boolean> {
     this.#replicaWait ??= Promise.resolve().then(() => {
       this.#replicaWait = undefined
-      return this.caller.deadlines.race(this.client.call('WAIT', this.replicas, this.replicaTimeout) as Promise<number>, Date.now() + this.commandTimeout)
+      return this.caller.deadlines.race(this.#redis.command(undefined, ['WAIT', this.replicas, this.replicaTimeout]) as Promise<number>, Date.now() + this.commandTimeout)
     })
     return (await this.#replicaWait.catch(() => 0)) >= this.replicas
   }
@@ -347,6 +360,7 @@ export class RedisStore implements Store {
     this.closed = true
     this.leftovers.close()
     this.channels.close()
+    this.#server.stop()
   }
 }
 
@@ -356,16 +370,15 @@ function tookSomething(reply: readonly number[], at: number): boolean {
   return status === 'acquired' || status === 'queued'
 }
 
-/** Checks a `client` option: an ioredis `Redis` or `Cluster` (throws `ERR_AIRLOCK_OPTION` otherwise). */
-export function redisClientOption(value: unknown): RedisClient {
-  const client = value as Record<string, unknown> | undefined
-  if (!client || typeof client.defineCommand !== 'function' || typeof client.duplicate !== 'function') {
-    optionError(`client must be an ioredis Redis or Cluster instance (new Redis(url)), got ${received(value)}`)
-  }
-  return value as RedisClient
-}
-
-/** Creates a store on an ioredis client (ioredis is an optional peer dependency). */
-export function redisStore(options: RedisStoreOptions): RedisStore {
+/**
+ * Creates a store on the Redis client you already have: ioredis 5 or 6, iovalkey, or node-redis 5
+ * or 6 (each an optional peer: install the one you use), standalone or Cluster.
+ *
+ * ```ts
+ * const store = redisStore({ client: new Redis(url) })                        // ioredis, iovalkey
+ * const store = redisStore({ client: await createClient({ url }).connect() }) // node-redis
+ * ```
+ */
+export function redisStore<C extends RedisClient>(options: RedisStoreOptions<C>): RedisStore<C> {
   return new RedisStore(options)
 }

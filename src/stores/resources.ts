@@ -14,8 +14,10 @@ import { createHash } from 'node:crypto'
 import { optionError } from '../base/errors.js'
 import { received, duration, knownKeys, safeName } from '../base/validate.js'
 import type { MemoryStore } from './memory.js'
-import { isRedisStore, keyBase, redisClientOption } from './redis.js'
-import { luaScript, RedisCaller, type RedisClient } from './redis-calls.js'
+import { isRedisStore, keyBase } from './redis.js'
+import { luaScript, RedisCaller } from './redis-calls.js'
+import type { RedisClient, RedisClientLike } from './redis-client.js'
+import { redisClientLike } from './redis-clients.js'
 import { KEY_SUFFIXES } from './lua/prelude.js'
 import type { Store } from './types.js'
 
@@ -127,7 +129,7 @@ export function memoryResources(store: MemoryStore): MemoryResources {
 }
 
 export interface RedisResourcesOptions {
-  /** An ioredis `Redis` or `Cluster` client; you own it and close it. */
+  /** The client, as `redisStore`'s (ioredis, iovalkey or node-redis; standalone or Cluster); you own it and close it. */
   client: RedisClient
   /** Key prefix: the same as the lock service's `redisStore`. Default `'airlock'`. */
   prefix?: string
@@ -153,6 +155,8 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[3], '#fence:' .. ARGV[1], fence)
 return 1`
 
 const WRITE_SCRIPT = luaScript(WRITE, 4)
+/** KEYS def, data (one slot): deletes both in one atomic step; 1 when the definition existed. */
+const DELETE_SCRIPT = luaScript(`local existed = redis.call('EXISTS', KEYS[1])\nredis.call('DEL', KEYS[1], KEYS[2])\nreturn existed`, 2)
 const WRITE_OUTCOMES: Record<number, WriteOutcome> = { 1: 'written', 0: 'not-found', [-1]: 'not-holder', [-2]: 'stale' }
 
 /**
@@ -166,6 +170,7 @@ export class RedisResources implements ResourceStorage {
   readonly client: RedisClient
   readonly prefix: string
   readonly commandTimeout: number
+  readonly #redis: RedisClientLike
   private readonly caller: RedisCaller
 
   constructor(options: RedisResourcesOptions) {
@@ -173,10 +178,11 @@ export class RedisResources implements ResourceStorage {
       optionError(`redisResources() needs an options object with a client, got ${received(options)}`)
     }
     knownKeys('redisResources()', options, ['client', 'prefix', 'commandTimeout'])
-    this.client = redisClientOption(options.client)
+    this.#redis = redisClientLike(options.client)
+    this.client = options.client
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
-    this.caller = new RedisCaller(this.client, this.commandTimeout)
+    this.caller = new RedisCaller(this.#redis, this.commandTimeout)
   }
 
   /** The definition key and the data key of a resource (its locks' hash tag). */
@@ -188,25 +194,24 @@ export class RedisResources implements ResourceStorage {
   async define(name: string, definition: ResourceDefinition): Promise<boolean> {
     const [def] = this.keys(name)
     // HSET answers how many fields were new: 2 when the definition did not exist.
-    return (await this.caller.call(() => this.client.hset(def, 'name', name, 'timeout', String(definition.timeout)))) === 2
+    return (await this.caller.call(() => this.#redis.command(def, ['HSET', def, 'name', name, 'timeout', String(definition.timeout)]))) === 2
   }
 
   async get(name: string): Promise<ResourceDefinition | null> {
     const [def] = this.keys(name)
-    const timeout = await this.caller.call(() => this.client.hget(def, 'timeout'))
+    const timeout = (await this.caller.call(() => this.#redis.command(def, ['HGET', def, 'timeout']))) as string | null
     return timeout === null ? null : { timeout: Number(timeout) }
   }
 
   async delete(name: string): Promise<boolean> {
     const [def, data] = this.keys(name)
-    // Same slot, one atomic DEL; the definition is what tells whether the resource existed.
-    const [[, existed]] = (await this.caller.call(() => this.client.multi().exists(def).del(def, data).exec())) as [[unknown, number]]
-    return existed === 1
+    // Same slot, one script (EXISTS then DEL): the definition is what tells whether the resource existed.
+    return (await this.caller.call(() => this.caller.eval(DELETE_SCRIPT, [def, data]))) === 1
   }
 
   async read(name: string, selector: string): Promise<string | null> {
     const [, data] = this.keys(name)
-    return this.caller.call(() => this.client.hget(data, selector))
+    return this.caller.call(() => this.#redis.command(data, ['HGET', data, selector])) as Promise<string | null>
   }
 
   async write(name: string, selector: string, json: string, lock: WriteLock): Promise<WriteOutcome> {
@@ -223,7 +228,7 @@ function lockKeys(prefix: string, semaphore: string): [holders: string, meta: st
   return [`${base}:${KEY_SUFFIXES[0]}`, `${base}:${KEY_SUFFIXES[1]}`]
 }
 
-/** Creates resource storage on Redis (ioredis client, standalone or Cluster). */
+/** Creates resource storage on Redis (the same clients as `redisStore`, standalone or Cluster). */
 export function redisResources(options: RedisResourcesOptions): RedisResources {
   return new RedisResources(options)
 }

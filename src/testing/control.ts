@@ -85,7 +85,8 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     const { name, store } = ctx.fresh()
     if (typeof store.adapt !== 'function') return // optional: this store keeps no fleet figure
     expect(typeof store.adaptCommit).toBe('function') // the two come together
-    const bounds = { min: 4, max: 50, initial: 20, every: 200, minSamples: 1 }
+    // Intervals of 500 ms: the four calls of the first window fit in one on a busy machine.
+    const bounds = { min: 4, max: 50, initial: 20, every: 500, minSamples: 1 }
     const report = (samples: number, buckets: [number, number][], more: { failures?: number; refused?: number } = {}) =>
       store.adapt!(name, { samples, failures: 0, refused: 0, buckets, ...more, ...bounds })
     const sorted = (b: [number, number][] | undefined) => [...(b ?? [])].sort((x, y) => x[0] - y[0])
@@ -99,15 +100,15 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     expect(await store.adaptCommit!(name, { turn: first.judge!.turn, limit: 30, state: 'S1', min: 4, max: 50 })).toBe(true)
     expect(await report(0, [])).toEqual({ limit: 30, state: 'S1' })
     // After the interval the next caller judges the fleet's window since the last judging.
-    await sleep(250)
+    await sleep(600)
     const second = await report(1, [[10, 1]])
     expect(second).toMatchObject({ limit: 30, state: 'S1', judge: { samples: 10, failures: 1, refused: 7 } })
     expect(second.judge!.turn).toBeGreaterThan(first.judge!.turn)
     expect(sorted(second.judge!.buckets)).toEqual([[10, 3], [12, 7]])
     // A window with too few samples waits (up to four intervals) for more: a percentile of none says nothing.
-    await sleep(250)
-    expect(await report(0, [])).toEqual({ limit: 30, state: 'S1' })
     await sleep(600)
+    expect(await report(0, [])).toEqual({ limit: 30, state: 'S1' })
+    await sleep(1_500)
     const third = await report(0, [])
     expect(third.judge).toMatchObject({ samples: 0, failures: 0, refused: 0, buckets: [] })
     // A judge that comes after another has nothing left to commit.

@@ -11,6 +11,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { clientKind } from '../helpers/redis-clients.js'
 import { sleep, until } from '../helpers/wait.js'
 import { Browser, hit, nextAddress, SECRET, startApp, type TestApp } from './harness.js'
 
@@ -83,18 +84,21 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
   let app: TestApp | undefined
   let store: RedisStore | undefined
   let observer: RedisStore | undefined
+  const nodeRedis = clientKind('node-redis 6')
   afterEach(async () => {
     await app?.close()
     await store?.close()
     await observer?.close()
+    await nodeRedis.close()
     await redis?.stop()
     app = store = observer = redis = undefined
   })
 
-  async function setup(mode: 'session' | 'request'): Promise<TestApp> {
+  async function setup(mode: 'session' | 'request', client: 'ioredis' | 'node-redis' = 'ioredis'): Promise<TestApp> {
     redis = await startRedis(['--enable-debug-command', 'yes'])
     // ioredis' defaults: commands unanswered when a connection drops are re-sent after a reconnect.
-    store = redisStore({ client: redis.client({ maxRetriesPerRequest: 20 }) })
+    // node-redis's: they fail with the connection (and its offline queue holds new ones until it is back).
+    store = redisStore({ client: client === 'ioredis' ? redis.client({ maxRetriesPerRequest: 20 }) : await nodeRedis.single(redis.port) })
     observer = redisStore({ client: redis.client({ maxRetriesPerRequest: 20 }) })
     app = await startApp('fastify', { gate: { name: 'g', limit: LIMIT, mode, store, secret: SECRET, logger: silent } })
     return app
@@ -103,9 +107,15 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
   /** Slots held, asked once Redis answers. */
   const held = async (): Promise<number> => (await observer!.state('g')).held
 
-  for (const kind of ['CLIENT PAUSE', 'SIGSTOP', 'DEBUG SLEEP', 'restart'] as const) {
-    it(`request mode, ${kind}: within 1 s of Redis answering again, no slot is held but by live requests`, async () => {
-      const site = await setup('request')
+  const cases = [
+    ...(['CLIENT PAUSE', 'SIGSTOP', 'DEBUG SLEEP', 'restart'] as const).map((kind) => ({ kind, client: 'ioredis' as const })),
+    // The same on node-redis, for a stall and for a restart.
+    ...(['SIGSTOP', 'restart'] as const).map((kind) => ({ kind, client: 'node-redis' as const })),
+  ]
+  for (const { kind, client } of cases) {
+    const on = client === 'ioredis' ? '' : ` (${client})`
+    it(`request mode, ${kind}${on}: within 1 s of Redis answering again, no slot is held but by live requests`, async () => {
+      const site = await setup('request', client)
       const warmup = traffic(`${site.url}/work?ms=20`, 20)
       await sleep(300)
       await warmup.stop()
@@ -114,7 +124,7 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       let after = -1
       const took = await until(async () => (after = await held()) === 0, 5_000, 25).catch(() => -1)
       const elapsed = took < 0 ? -1 : Date.now() - resumed
-      console.log(`request mode, ${kind}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live: 0)`)
+      console.log(`request mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live: 0)`)
       expect(after).toBe(0)
       expect(elapsed).toBeLessThanOrEqual(1_000)
       await until(() => store!.pendingCleanups === 0, 2_000, 25) // and the cleanup queue drains
@@ -123,8 +133,8 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       expect(answers.map((a) => a.status)).toEqual(Array(LIMIT).fill(200))
     }, 60_000)
 
-    it(`session mode, ${kind}: within 1 s of Redis answering again, the slots held are the live passes'`, async () => {
-      const site = await setup('session')
+    it(`session mode, ${kind}${on}: within 1 s of Redis answering again, the slots held are the live passes'`, async () => {
+      const site = await setup('session', client)
       // Three visitors hold passes (upgraded: they came back with their cookie).
       const visitors = [0, 1, 2].map(() => new Browser(site.url))
       for (const v of visitors) {
@@ -139,7 +149,7 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       let after = -1
       const took = await until(async () => (after = await held()) === live, 5_000, 25).catch(() => -1)
       const elapsed = took < 0 ? -1 : Date.now() - resumed
-      console.log(`session mode, ${kind}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live passes: ${live})`)
+      console.log(`session mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live passes: ${live})`)
       expect(after).toBe(live)
       expect(elapsed).toBeLessThanOrEqual(1_000)
       // The rest of the room is free for newcomers.

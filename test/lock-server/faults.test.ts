@@ -8,7 +8,8 @@
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../src/stores/memory.js'
-import { redisStore } from '../../src/stores/redis.js'
+import type { Redis } from 'ioredis'
+import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
 import { lockSemaphore, memoryResources, redisResources, type ResourceStorage, type WriteLock } from '../../src/stores/resources.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
@@ -108,7 +109,7 @@ for (const target of targets) {
         expect(later.status).toBe('acquired')
         if (target.label === 'redis') {
           // Forge an older holder: a live lease whose fence is below the last writer's.
-          const client = (store as ReturnType<typeof redisStore>).client
+          const client = (store as RedisStore<Redis>).client
           await store.acquire(semaphore, { token: 'holder-old', limit: 1, ttl: 30_000, weight: 1 })
           const [, meta] = (store as ReturnType<typeof redisStore>).keys(semaphore)
           await client.hset(meta!, 'holder-old', '1,1')
