@@ -30,6 +30,7 @@ subset() {
   echo test/stores/memory.test.ts       # the store contract on the memory store...
   echo test/stores/redis.test.ts        # ...on a private redis-server...
   echo test/stores/cluster.test.ts      # ...and on a private Redis Cluster
+  echo test/stores/redis-node-redis6.test.ts  # ...and on node-redis (single and Cluster): the other client interface
 }
 
 cache="${AIRLOCK_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock-shield/node}"
