@@ -61,6 +61,8 @@ export class SessionFlow<Req> extends Flow<Req> {
             ticketCookieName: s.ticketCookieName,
             onPageError: parts.answers.pageError('queue.page'),
             languages: s.languages,
+            // Admitted in a hidden tab, the page confirms its pass (it then lives passTtl) and may wait half of it.
+            hold: s.confirm ? Math.floor(s.passTtl / 2) : undefined,
           })
   }
 

@@ -8,7 +8,7 @@ import { busyProblem, PROBLEM_TYPE, queuedProblem } from './problem.js'
 import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
 import { PageLanguages, type PageLanguage } from './language.js'
 import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
-import { ADMITTED_JSON, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
+import { admittedJson, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
 
 /** A response the gate gives instead of the route (busy, queued, ...). */
 export interface GateResponse {
@@ -136,9 +136,19 @@ export class LineAnswers {
   private readonly builtIn: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
   private readonly leftHeaders: PageHeaders
+  private readonly admittedBody: string
 
   constructor(
-    private readonly settings: { order: 'fifo' | 'random'; pollInterval: number; keepAliveInterval: number },
+    private readonly settings: {
+      order: 'fifo' | 'random'
+      pollInterval: number
+      keepAliveInterval: number
+      /**
+       * How long (ms) a page admitted in a hidden tab may stay there, its pass confirmed, before it
+       * goes to the site by itself: half the pass's life. `undefined` (no confirm request): it goes at once.
+       */
+      hold?: number | undefined
+    },
     private readonly page: WaitingPage | undefined,
     private readonly onPageError: (err: unknown) => void,
     /** The built-in page's languages. */
@@ -151,6 +161,7 @@ export class LineAnswers {
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
     this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
     this.leftHeaders = new PageHeaders({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
+    this.admittedBody = admittedJson(settings.hold)
   }
 
   /** `202` with the waiting page, or JSON when the client prefers it or is the page polling (`poll`). */
@@ -188,8 +199,11 @@ export class LineAnswers {
     return { status: 200, headers: this.leftHeaders.of(language), body: renderLeftPage(path, language) }
   }
 
-  /** What a polling waiting page gets once admitted (with the pass cookie): it then reloads. */
+  /**
+   * What a polling waiting page gets once admitted (with the pass cookie): it then reloads, or, in
+   * a hidden tab, confirms the pass and waits (at most `hold` ms) for the visitor to come back.
+   */
   admitted(): GateResponse {
-    return { status: 200, headers: this.admittedHeaders, body: ADMITTED_JSON }
+    return { status: 200, headers: this.admittedHeaders, body: this.admittedBody }
   }
 }

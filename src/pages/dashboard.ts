@@ -4,7 +4,7 @@
  * gate: slots held against the limit, the line, admitted and busy per second, the ETA, store
  * latency, breakers, the instances, the last 15 minutes as charts, and the live controls.
  */
-import { inlineHashes, pageCsp } from './csp.js'
+import { inlineHashes, pageCsp, REDUCED_MOTION } from './csp.js'
 import { CONTROL_MODES } from '../core/control.js'
 
 export const DASHBOARD_STYLE =
@@ -17,7 +17,7 @@ export const DASHBOARD_STYLE =
   'figure{margin:0}figcaption{font-size:.85em;color:#556}svg{width:100%;height:90px;background:#fafbfc;border-radius:4px}' +
   'table{border-collapse:collapse;width:100%;margin-top:.8em;font-size:.9em}td,th{text-align:left;padding:.2em .5em;border-bottom:1px solid #e3e5e8}' +
   'form{display:flex;flex-wrap:wrap;gap:.5em;align-items:end;margin-top:.8em}label{display:flex;flex-direction:column;font-size:.8em}' +
-  'input,select,button{font:inherit;padding:.25em .4em}.err{color:#b00020}.open{color:#b00020;font-weight:bold}'
+  `input,select,button{font:inherit;padding:.25em .4em}.err{color:#b00020}.open{color:#b00020;font-weight:bold}${REDUCED_MOTION}`
 
 /**
  * The page's script: reads `#d`'s data attributes, opens `events` (server-sent events) under the

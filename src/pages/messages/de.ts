@@ -15,6 +15,8 @@ export const de: Messages = {
   lottery: 'Wartende: {waiting}. Der Einlass wird ausgelost – lassen Sie diese Seite einfach geöffnet.',
   keepOpen: 'Diese Seite aktualisiert sich von selbst und bringt Sie zur Website, sobald Sie an der Reihe sind. Bitte lassen Sie sie geöffnet.',
   leave: 'Warteschlange verlassen',
+  notify: 'Benachrichtigen, wenn ich an der Reihe bin',
+  turn: 'Sie sind an der Reihe',
   leftTitle: 'Sie haben die Warteschlange verlassen',
   leftText: 'Ihr Platz wurde an die nächste Person weitergegeben. Sie können diesen Tab jetzt schließen.',
   joinAgain: 'Erneut anstellen (am Ende der Schlange)',

@@ -15,6 +15,8 @@ export const es: Messages = {
   lottery: 'Personas esperando: {waiting}. El acceso se sortea, así que mantenga esta página abierta.',
   keepOpen: 'Esta página se actualiza sola y le llevará al sitio cuando sea su turno. Por favor, no la cierre.',
   leave: 'Salir de la cola',
+  notify: 'Avisarme cuando sea mi turno',
+  turn: 'Es su turno',
   leftTitle: 'Ha salido de la cola',
   leftText: 'Su lugar ha pasado a la siguiente persona. Ya puede cerrar esta pestaña.',
   joinAgain: 'Volver a la cola (al final)',

@@ -15,6 +15,8 @@ export const it: Messages = {
   lottery: 'Persone in attesa: {waiting}. L’accesso avviene per sorteggio, quindi tenga aperta questa pagina.',
   keepOpen: 'Questa pagina si aggiorna da sola e la porterà al sito quando sarà il suo turno. La tenga aperta, per favore.',
   leave: 'Esci dalla coda',
+  notify: 'Avvisami quando tocca a me',
+  turn: 'È il suo turno',
   leftTitle: 'È uscito dalla coda',
   leftText: 'Il suo posto è passato alla persona successiva. Può chiudere questa scheda.',
   joinAgain: 'Rimettersi in coda (in fondo)',

@@ -15,6 +15,8 @@ export const nl: Messages = {
   lottery: 'Wachtenden: {waiting}. Bezoekers worden via loting binnengelaten, dus houd deze pagina open.',
   keepOpen: 'Deze pagina werkt zichzelf bij en brengt u naar de site zodra u aan de beurt bent. Laat haar dus open staan.',
   leave: 'De wachtrij verlaten',
+  notify: 'Laat me weten wanneer ik aan de beurt ben',
+  turn: 'U bent aan de beurt',
   leftTitle: 'U hebt de wachtrij verlaten',
   leftText: 'Uw plaats is doorgegeven aan de volgende bezoeker. U kunt dit tabblad sluiten.',
   joinAgain: 'Opnieuw aansluiten (achteraan)',

@@ -15,6 +15,8 @@ export const pt: Messages = {
   lottery: 'Pessoas à espera: {waiting}. A entrada é por sorteio, por isso mantenha esta página aberta.',
   keepOpen: 'Esta página é atualizada automaticamente e abre o site quando chegar a sua vez. Por favor, mantenha-a aberta.',
   leave: 'Sair da fila',
+  notify: 'Avisar-me quando for a minha vez',
+  turn: 'Chegou a sua vez',
   leftTitle: 'Saiu da fila',
   leftText: 'O seu lugar passou para a pessoa seguinte. Já pode fechar esta página.',
   joinAgain: 'Voltar à fila (no fim)',

@@ -15,6 +15,8 @@ export const tr: Messages = {
   lottery: 'Bekleyen kişi sayısı: {waiting}. Giriş kurayla belirleniyor; lütfen bu sayfayı açık tutun.',
   keepOpen: 'Bu sayfa kendiliğinden güncellenir ve sıranız geldiğinde sizi siteye yönlendirir. Lütfen sayfayı kapatmayın.',
   leave: 'Sıradan çık',
+  notify: 'Sıram gelince bana haber ver',
+  turn: 'Sıra sizde',
   leftTitle: 'Sıradan çıktınız',
   leftText: 'Yeriniz sıradaki kişiye verildi. Bu sekmeyi kapatabilirsiniz.',
   joinAgain: 'Yeniden sıraya girin (en sona)',
