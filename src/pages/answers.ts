@@ -75,6 +75,8 @@ export class BusyAnswers {
   private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
+  /** A custom page function's headers: it was told the language (`Content-Language`, `Vary`). */
+  private readonly custom: PageHeaders
   private readonly jsonBody: string
   private readonly shareJsonBody: string
 
@@ -91,6 +93,7 @@ export class BusyAnswers {
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
+    this.custom = new PageHeaders(this.html)
     this.jsonBody = busyJson(retryAfter)
     this.shareJsonBody = busyJson(retryAfter, 'client-share')
   }
@@ -108,9 +111,11 @@ export class BusyAnswers {
         return { status: 503, headers: this.builtIn.of(language), body: renderBusyPage(this.retryAfter, nonce, language) }
       }
       if (this.page === undefined) return builtIn()
+      if (typeof this.page === 'string') return { status: 503, headers: this.html, body: this.page }
       try {
-        const body = typeof this.page === 'string' ? this.page : String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce }))
-        return { status: 503, headers: this.html, body }
+        const language = this.languages.pick(r.acceptLanguage)
+        const body = String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce, language }))
+        return { status: 503, headers: this.custom.of(language), body }
       } catch (err) {
         this.onPageError(err)
         return builtIn()
@@ -134,6 +139,8 @@ export class LineAnswers {
   private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
+  /** The custom page's headers: it was told the language (`Content-Language`, `Vary`). */
+  private readonly custom: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
   private readonly leftHeaders: PageHeaders
   private readonly admittedBody: string
@@ -159,6 +166,7 @@ export class LineAnswers {
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
+    this.custom = new PageHeaders(this.html)
     this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
     this.leftHeaders = new PageHeaders({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
     this.admittedBody = admittedJson(settings.hold)
@@ -180,14 +188,14 @@ export class LineAnswers {
         keepAliveInterval: this.settings.keepAliveInterval,
         nonce: r.nonce(),
       }
+      const language = this.languages.pick(r.acceptLanguage)
       if (this.page !== undefined) {
         try {
-          return { status: 202, headers: this.html, body: String(this.page({ ...context, request: r.request })) }
+          return { status: 202, headers: this.custom.of(language), body: String(this.page({ ...context, request: r.request, language })) }
         } catch (err) {
           this.onPageError(err)
         }
       }
-      const language = this.languages.pick(r.acceptLanguage)
       return { status: 202, headers: this.builtIn.of(language), body: renderWaitingPage(context, language) }
     })
   }

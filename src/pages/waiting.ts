@@ -1,5 +1,5 @@
 import { BASE_STYLE, escapeHtml, inlineHashes, pageCsp } from './csp.js'
-import { ENGLISH, type PageLanguage } from './language.js'
+import { ENGLISH, type PageLanguage, type VisitorLanguage } from './language.js'
 import { LEAVE_QUERY } from './left.js'
 
 /** What the waiting page (built-in or custom) is rendered from. */
@@ -25,6 +25,13 @@ export interface WaitingPageContext {
   request: unknown
   /** The CSP nonce from the gate's `nonce` option, if any. */
   nonce: string | undefined
+  /**
+   * The visitor's language, negotiated from `Accept-Language` over the gate's catalogue (English
+   * when none fits): `tag` and `dir` for `<html>`, `number()`, `duration()` and `eta()` to format
+   * the place and the wait, `messages` for the built-in words. The answer carries
+   * `Content-Language: <tag>` and `Vary: Accept, Accept-Language`.
+   */
+  language: VisitorLanguage
 }
 
 /** A custom waiting page: a function of the visitor's place returning HTML. */
@@ -104,7 +111,7 @@ export function describeEta(seconds: number | null, language: PageLanguage = ENG
  * poll interval (plus up to a second of jitter), which also keeps the place.
  */
 export function renderWaitingPage(
-  context: Omit<WaitingPageContext, 'request' | 'opensAt'> & { opensAt?: number | null },
+  context: Omit<WaitingPageContext, 'request' | 'opensAt' | 'language'> & { opensAt?: number | null },
   language: PageLanguage = ENGLISH,
 ): string {
   const l = language

@@ -119,16 +119,16 @@ describe.runIf(chromiumAvailable || process.env.CI)('prefers-reduced-motion: red
           const page = await context.newPage()
           await page.goto(`${base}/${encodeURIComponent(name)}`)
           await page.addStyleTag({ content: MOTION })
-          moving[reducedMotion] = await page.evaluate(() => {
+          moving[reducedMotion] = await page.evaluate(`(() => {
             let n = 0
             for (const e of document.querySelectorAll('*')) {
               for (const pseudo of [null, '::before', '::after']) {
                 const s = getComputedStyle(e, pseudo)
-                if (s.animationName !== 'none' || s.transitionDuration.split(',').some((d) => Number.parseFloat(d) > 0)) n++
+                if (s.animationName !== 'none' || s.transitionDuration.split(',').some((d) => parseFloat(d) > 0)) n++
               }
             }
             return n
-          })
+          })()`)
         } finally {
           await context.close()
         }

@@ -80,12 +80,20 @@ if (window.AudioContext) {
 }
 `
 
-const record = (page: Page) =>
-  page.evaluate(() => {
-    const w = window as unknown as { __notes: string[]; __beeps: number; __csp: string[] }
-    const icon = document.querySelector<HTMLLinkElement>('link[rel=icon]')
-    return { notes: w.__notes, beeps: w.__beeps, csp: w.__csp, title: document.title, icon: icon?.href ?? null }
-  })
+interface Seen {
+  notes: string[]
+  beeps: number
+  csp: string[]
+  title: string
+  icon: string | null
+}
+
+/** What the page did: notifications, beeps, CSP violations; its title and favicon. */
+const record = (page: Page): Promise<Seen> =>
+  page.evaluate(`(() => {
+    const icon = document.querySelector('link[rel=icon]')
+    return { notes: window.__notes, beeps: window.__beeps, csp: window.__csp, title: document.title, icon: icon ? icon.href : null }
+  })()`)
 
 describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
   const browser = useChromium()
@@ -108,7 +116,7 @@ describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
       await expect(toggle.getAttribute('aria-pressed')).resolves.toBe('false')
       await toggle.click()
       await expect(toggle.getAttribute('aria-pressed')).resolves.toBe('true')
-      expect(await page.evaluate(() => Notification.permission)).toBe('granted')
+      expect(await page.evaluate('Notification.permission')).toBe('granted')
       const before = await record(page)
       expect(before.title).toBe('You are in line')
       expect(before.icon).toBeNull()
@@ -151,7 +159,7 @@ describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
       const holder = await slotHolder(site.url)
       const beeper = await waitingPage(refused, site.url)
       await beeper.getByRole('button', { name: 'Tell me when it is my turn' }).click()
-      await expect.poll(() => beeper.evaluate(() => Notification.permission)).not.toBe('granted')
+      await expect.poll(() => beeper.evaluate('Notification.permission')).not.toBe('granted')
       const quiet = await waitingPage(silent, site.url) // never clicks
       await beeper.evaluate('window.__hidden = true')
       await quiet.evaluate('window.__hidden = true')
@@ -165,7 +173,7 @@ describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
       await beeper.waitForSelector('#app', { timeout: 10_000 })
 
       // The second visitor's turn (the first gives its slot up): a new title, no notification, no sound.
-      await beeper.evaluate(async () => (await fetch('/logout', { method: 'POST' })).json())
+      await beeper.evaluate("fetch('/logout', { method: 'POST' }).then((r) => r.json())")
       await expect.poll(async () => (await record(quiet)).title, { timeout: 15_000 }).toBe('✓ Your turn – 127.0.0.1')
       const still = await record(quiet)
       expect(still.notes).toEqual([])
