@@ -89,8 +89,17 @@ export interface OverShare {
   status: 'client-share'
 }
 
+/**
+ * The visitor left the line a moment ago ({@link WaitingRoom.leave} with `keepOut`, within the
+ * store's `LEFT_KEEP_MS`): it got no place and no slot, so a request already on its way when the visitor
+ * left (the waiting page's poll) cannot put it back in line.
+ */
+export interface Left {
+  status: 'left'
+}
+
 /** What {@link WaitingRoom.enter} answers. */
-export type EnterResult = Admitted | Queued | Full | OverShare
+export type EnterResult = Admitted | Queued | Full | OverShare | Left
 
 /** What {@link WaitingRoom.poll} answers: never admits, never joins. */
 export type PollResult = Admitted | Queued | { status: 'absent' }
@@ -219,8 +228,8 @@ export class WaitingRoom {
     if (result.status === 'full') return { status: 'full', waiting: result.waiting }
     if (result.status === 'client-share') return { status: 'client-share' }
     const answer = this.answer(token, result)
-    if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
-    return answer
+    // A line request that may admit is absent only for a visitor that just left.
+    return answer.status === 'absent' ? { status: 'left' } : answer
   }
 
   /**
@@ -245,9 +254,18 @@ export class WaitingRoom {
   /**
    * Leaves the line; those behind move up at once. `false` when the visitor was not in line. An
    * admitted visitor's slot is not touched: release its lease (or `room.lease(visitorId).release()`).
+   *
+   * @param options.keepOut For a few seconds after (the store's `LEFT_KEEP_MS`), {@link enter} with
+   *   this id answers `{ status: 'left' }` and takes no place: a request already on its way when
+   *   the visitor left (a page's poll) does not put it back in line. Default `false`: the id may
+   *   enter again at once (at the back).
    */
-  async leave(visitorId: string): Promise<boolean> {
-    return this.store.leave(this.name, assertVisitorId(visitorId))
+  async leave(visitorId: string, options?: { keepOut?: boolean }): Promise<boolean> {
+    if (options !== undefined) {
+      optionsObject('leave()', options, ['keepOut'])
+      if (options.keepOut !== undefined && typeof options.keepOut !== 'boolean') optionError(`keepOut must be a boolean, got ${received(options.keepOut)}`)
+    }
+    return this.store.leave(this.name, assertVisitorId(visitorId), options?.keepOut === true)
   }
 
   /**
