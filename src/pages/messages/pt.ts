@@ -25,7 +25,7 @@ export const pt: Messages = {
   openingDraw: 'Quem chegar antes da abertura recebe nesse momento um lugar sorteado, por isso chegar mais cedo não dá vantagem.',
   openingWaiting: 'Pessoas à espera: {waiting}.',
   momentTitle: 'Só um momento',
-  checkingIntro: 'Verificamos o seu navegador antes de entrar na fila; leva apenas um segundo.',
+  checkingIntro: 'Estamos a verificar o seu navegador antes de entrar na fila; demora apenas um segundo.',
   checking: 'Verificação do navegador…',
   checkingProgress: 'Verificação do navegador… {percent}',
   joining: 'Concluído, a entrar na fila…',
