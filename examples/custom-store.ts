@@ -20,7 +20,7 @@ export function tenantStore(inner: Store, tenant: string): Store {
     acquire: (n: string, request: AcquireRequest) => inner.acquire(name(n), request),
     refresh: (n: string, token: string, ttl: number) => inner.refresh(name(n), token, ttl),
     release: (n: string, token: string) => inner.release(name(n), token),
-    leave: (n: string, token: string) => inner.leave(name(n), token),
+    leave: (n: string, token: string, keepOut?: boolean) => inner.leave(name(n), token, keepOut),
     leaseState: (n: string, token: string) => inner.leaseState(name(n), token),
     state: (n: string) => inner.state(name(n)),
     forceReleaseAll: (n: string) => inner.forceReleaseAll(name(n)),

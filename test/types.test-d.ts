@@ -8,7 +8,7 @@ import { airlock as fetchAirlock, type FetchAnswer } from '../src/fetch.js'
 import { airlock as honoAirlock, type AirlockVariables } from '../src/hono.js'
 import { airlock as koaAirlock, type KoaContext } from '../src/koa.js'
 import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
-import { createGate, type AirlockControl, type AirlockHandle, type Gate, type GateDecision, type GateOptions } from '../src/index.js'
+import { createGate, type AirlockControl, type AirlockHandle, type Gate, type GateDecision, type GateOptions, type VisitorLanguage } from '../src/index.js'
 
 describe('Fastify types', () => {
   test('reply.airlock, app.airlockGate and route config', () => {
@@ -17,6 +17,15 @@ describe('Fastify types', () => {
     void app.register(airlockShield)
     void app.register(airlockShield, { limit: 50, queue: { order: 'fifo', maxLength: 100_000, idleTimeout: 30_000 } })
     void app.register(airlockShield, { queue: true })
+    // Custom pages are told the visitor's language.
+    void app.register(airlockShield, {
+      busyPage: ({ language }) => {
+        expectTypeOf(language).toEqualTypeOf<VisitorLanguage>()
+        expectTypeOf(language.dir).toEqualTypeOf<'ltr' | 'rtl'>()
+        return `<html lang="${language.tag}">${language.number(1)}</html>`
+      },
+      queue: { page: ({ language, eta }) => `<html dir="${language.dir}">${language.eta(eta)}</html>` },
+    })
     // @ts-expect-error order is 'fifo' or 'random'
     void app.register(airlockShield, { queue: { order: 'lifo' } })
     app.get('/', async (_req, reply) => {

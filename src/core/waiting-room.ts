@@ -95,10 +95,19 @@ export interface OverShare {
 }
 
 /**
+ * The visitor left the line a moment ago ({@link WaitingRoom.leave} with `keepOut`, within the
+ * store's `LEFT_KEEP_MS`): it got no place and no slot, so a request already on its way when the visitor
+ * left (the waiting page's poll) cannot put it back in line.
+ */
+export interface Left {
+  status: 'left'
+}
+
+/**
  * What {@link WaitingRoom.enter} answers; `ended`: what the store dropped as it answered (slots
  * that expired, places that lapsed; see `StoreEnded`), for a gate's figures.
  */
-export type EnterResult = (Admitted | Queued | Full | OverShare) & { ended?: StoreEnded }
+export type EnterResult = (Admitted | Queued | Full | OverShare | Left) & { ended?: StoreEnded }
 
 /** What {@link WaitingRoom.poll} answers: never admits, never joins. */
 export type PollResult = Admitted | Queued | { status: 'absent' }
@@ -226,7 +235,8 @@ export class WaitingRoom {
     const result = await this.ask(token, line, options?.fresh === true, options?.client)
     const answer: EnterResult | PollResult =
       result.status === 'full' ? { status: 'full', waiting: result.waiting } : result.status === 'client-share' ? { status: 'client-share' } : this.answer(token, result)
-    if (answer.status === 'absent') throw new Error(`store ${this.store.kind} answered 'absent' to enter (a store bug)`)
+    // A line request that may admit is absent only for a visitor that just left.
+    if (answer.status === 'absent') return result.ended === undefined ? { status: 'left' } : { status: 'left', ended: result.ended }
     if (answer.status === 'admitted' && result.status === 'acquired' && result.waited !== undefined) answer.waited = result.waited
     return result.ended === undefined ? answer : { ...answer, ended: result.ended }
   }
@@ -253,9 +263,18 @@ export class WaitingRoom {
   /**
    * Leaves the line; those behind move up at once. `false` when the visitor was not in line. An
    * admitted visitor's slot is not touched: release its lease (or `room.lease(visitorId).release()`).
+   *
+   * @param options.keepOut For a few seconds after (the store's `LEFT_KEEP_MS`), {@link enter} with
+   *   this id answers `{ status: 'left' }` and takes no place: a request already on its way when
+   *   the visitor left (a page's poll) does not put it back in line. Default `false`: the id may
+   *   enter again at once (at the back).
    */
-  async leave(visitorId: string): Promise<boolean> {
-    return this.store.leave(this.name, assertVisitorId(visitorId))
+  async leave(visitorId: string, options?: { keepOut?: boolean }): Promise<boolean> {
+    if (options !== undefined) {
+      optionsObject('leave()', options, ['keepOut'])
+      if (options.keepOut !== undefined && typeof options.keepOut !== 'boolean') optionError(`keepOut must be a boolean, got ${received(options.keepOut)}`)
+    }
+    return this.store.leave(this.name, assertVisitorId(visitorId), options?.keepOut === true)
   }
 
   /**

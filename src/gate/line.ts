@@ -43,6 +43,8 @@ export class GateLine {
       onPageError: (err: unknown) => void
       /** The built-in pages' languages. */
       languages?: PageLanguages
+      /** How long an admitted page may wait on a hidden tab, its pass confirmed (ms); `undefined`: it goes at once. */
+      hold?: number | undefined
     },
   ) {
     const q: GateQueueOptions = queue === true ? {} : queue
@@ -78,7 +80,7 @@ export class GateLine {
       optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${received(q.page)}`)
     }
     this.answers = new LineAnswers(
-      { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval },
+      { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval, hold: settings.hold },
       q.page,
       settings.onPageError,
       settings.languages,

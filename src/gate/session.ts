@@ -61,6 +61,8 @@ export class SessionFlow<Req> extends Flow<Req> {
             ticketCookieName: s.ticketCookieName,
             onPageError: parts.answers.pageError('queue.page'),
             languages: s.languages,
+            // Admitted in a hidden tab, the page confirms its pass (it then lives passTtl) and may wait half of it.
+            hold: s.confirm ? Math.floor(s.passTtl / 2) : undefined,
           })
   }
 
@@ -89,7 +91,8 @@ export class SessionFlow<Req> extends Flow<Req> {
 
   /**
    * "Leave the line" (`POST ?__airlock=leave`, the waiting page's form): the place is freed at once
-   * (those behind move up), the ticket cleared, and a page with a way back in. Only from the site
+   * (those behind move up), the ticket cleared, and a page with a way back in; a poll already on its
+   * way takes no new place (`keepOut`: it is answered as left too). Only from the site
    * itself: a cross-site POST (`Sec-Fetch-Site`, else `Origin` against `Host`) is refused, so another
    * site cannot throw a visitor out of the line.
    */
@@ -98,12 +101,17 @@ export class SessionFlow<Req> extends Flow<Req> {
     const visitorId = line.readTicket(view.headers.cookie, Date.now())?.visitorId
     if (visitorId !== undefined) {
       try {
-        if (await this.call(() => line.room.leave(visitorId), Date.now() + this.s.storeTimeout)) this.tally.abandoned(1)
+        if (await this.call(() => line.room.leave(visitorId, { keepOut: true }), Date.now() + this.s.storeTimeout)) this.tally.abandoned(1)
       } catch (err) {
         // The place lapses by itself after idleTimeout without polls; the visitor is told they left.
         this.guard.logFailure(err, 'leave the line')
       }
     }
+    return this.leftAnswer(line, view)
+  }
+
+  /** The visitor left the line: the page (or `{"status":"left"}`) with a way back in, and the ticket cleared. */
+  private leftAnswer(line: GateLine, view: RequestView<Req>): GateDecision {
     const response = line.answers.left(this.answers.request(view), pathOf(view.url))
     return { kind: 'bypass', setCookie: `${line.ticketCookieName}=${this.passes.secureTail(this.s.cookie.clearTail, view.secure)}`, response }
   }
@@ -191,6 +199,8 @@ export class SessionFlow<Req> extends Flow<Req> {
       return this.busy(view, 'full')
     }
     if (result.status === 'client-share') return this.busy(view, 'client-share')
+    // Left the line a moment ago (a poll on its way when the form was sent): no new place; it left.
+    if (result.status === 'left') return this.leftAnswer(line, view)
     const poll = view.headers['x-airlock-poll'] !== undefined
     if (result.status === 'queued') {
       const place = line.place(result, opening)

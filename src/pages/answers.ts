@@ -8,7 +8,7 @@ import { busyProblem, PROBLEM_TYPE, queuedProblem } from './problem.js'
 import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
 import { PageLanguages, type PageLanguage } from './language.js'
 import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
-import { ADMITTED_JSON, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
+import { admittedJson, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
 
 /** A response the gate gives instead of the route (busy, queued, ...). */
 export interface GateResponse {
@@ -75,6 +75,8 @@ export class BusyAnswers {
   private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
+  /** A custom page function's headers: it was told the language (`Content-Language`, `Vary`). */
+  private readonly custom: PageHeaders
   private readonly jsonBody: string
   private readonly shareJsonBody: string
 
@@ -91,6 +93,7 @@ export class BusyAnswers {
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
+    this.custom = new PageHeaders(this.html)
     this.jsonBody = busyJson(retryAfter)
     this.shareJsonBody = busyJson(retryAfter, 'client-share')
   }
@@ -108,9 +111,11 @@ export class BusyAnswers {
         return { status: 503, headers: this.builtIn.of(language), body: renderBusyPage(this.retryAfter, nonce, language) }
       }
       if (this.page === undefined) return builtIn()
+      if (typeof this.page === 'string') return { status: 503, headers: this.html, body: this.page }
       try {
-        const body = typeof this.page === 'string' ? this.page : String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce }))
-        return { status: 503, headers: this.html, body }
+        const language = this.languages.pick(r.acceptLanguage)
+        const body = String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce, language }))
+        return { status: 503, headers: this.custom.of(language), body }
       } catch (err) {
         this.onPageError(err)
         return builtIn()
@@ -134,11 +139,23 @@ export class LineAnswers {
   private readonly problem: Readonly<Record<string, string>>
   private readonly html: Readonly<Record<string, string>>
   private readonly builtIn: PageHeaders
+  /** The custom page's headers: it was told the language (`Content-Language`, `Vary`). */
+  private readonly custom: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
   private readonly leftHeaders: PageHeaders
+  private readonly admittedBody: string
 
   constructor(
-    private readonly settings: { order: 'fifo' | 'random'; pollInterval: number; keepAliveInterval: number },
+    private readonly settings: {
+      order: 'fifo' | 'random'
+      pollInterval: number
+      keepAliveInterval: number
+      /**
+       * How long (ms) a page admitted in a hidden tab may stay there, its pass confirmed, before it
+       * goes to the site by itself: half the pass's life. `undefined` (no confirm request): it goes at once.
+       */
+      hold?: number | undefined
+    },
     private readonly page: WaitingPage | undefined,
     private readonly onPageError: (err: unknown) => void,
     /** The built-in page's languages. */
@@ -149,8 +166,10 @@ export class LineAnswers {
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
+    this.custom = new PageHeaders(this.html)
     this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
     this.leftHeaders = new PageHeaders({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
+    this.admittedBody = admittedJson(settings.hold)
   }
 
   /** `202` with the waiting page, or JSON when the client prefers it or is the page polling (`poll`). */
@@ -169,14 +188,14 @@ export class LineAnswers {
         keepAliveInterval: this.settings.keepAliveInterval,
         nonce: r.nonce(),
       }
+      const language = this.languages.pick(r.acceptLanguage)
       if (this.page !== undefined) {
         try {
-          return { status: 202, headers: this.html, body: String(this.page({ ...context, request: r.request })) }
+          return { status: 202, headers: this.custom.of(language), body: String(this.page({ ...context, request: r.request, language })) }
         } catch (err) {
           this.onPageError(err)
         }
       }
-      const language = this.languages.pick(r.acceptLanguage)
       return { status: 202, headers: this.builtIn.of(language), body: renderWaitingPage(context, language) }
     })
   }
@@ -188,8 +207,11 @@ export class LineAnswers {
     return { status: 200, headers: this.leftHeaders.of(language), body: renderLeftPage(path, language) }
   }
 
-  /** What a polling waiting page gets once admitted (with the pass cookie): it then reloads. */
+  /**
+   * What a polling waiting page gets once admitted (with the pass cookie): it then reloads, or, in
+   * a hidden tab, confirms the pass and waits (at most `hold` ms) for the visitor to come back.
+   */
   admitted(): GateResponse {
-    return { status: 200, headers: this.admittedHeaders, body: ADMITTED_JSON }
+    return { status: 200, headers: this.admittedHeaders, body: this.admittedBody }
   }
 }

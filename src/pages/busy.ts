@@ -1,5 +1,5 @@
 import { BASE_STYLE, escapeHtml, inlineHashes, pageCsp } from './csp.js'
-import { ENGLISH, type PageLanguage } from './language.js'
+import { ENGLISH, type PageLanguage, type VisitorLanguage } from './language.js'
 
 export { escapeHtml } from './csp.js'
 
@@ -11,6 +11,13 @@ export interface BusyPageContext {
   request: unknown
   /** The CSP nonce from the `nonce` option, if any. */
   nonce: string | undefined
+  /**
+   * The visitor's language, negotiated from `Accept-Language` over the gate's catalogue (English
+   * when none fits): `tag` and `dir` for `<html>`, `number()`, `duration()` and `eta()` to format,
+   * `messages` for the built-in words. The answer carries `Content-Language: <tag>` and `Vary:
+   * Accept, Accept-Language`.
+   */
+  language: VisitorLanguage
 }
 
 /** A custom busy page: an HTML string, or a function returning one. */

@@ -5,7 +5,7 @@
  * latency, breakers, the instances, the last 15 minutes as charts, the look back (the last hour,
  * day or 30 days from the per-minute history, fetched from `history`), and the live controls.
  */
-import { inlineHashes, pageCsp } from './csp.js'
+import { inlineHashes, pageCsp, REDUCED_MOTION } from './csp.js'
 import { CONTROL_MODES } from '../core/control.js'
 
 export const DASHBOARD_STYLE =
@@ -20,7 +20,7 @@ export const DASHBOARD_STYLE =
   'form{display:flex;flex-wrap:wrap;gap:.5em;align-items:end;margin-top:.8em}label{display:flex;flex-direction:column;font-size:.8em}' +
   'input,select,button{font:inherit;padding:.25em .4em}.err{color:#b00020}.open{color:#b00020;font-weight:bold}' +
   '.back{margin-top:1em;border-top:1px solid #e3e5e8}h3{font-size:1em;margin:.8em 0 .4em}.back [role=group]{display:flex;gap:.4em}' +
-  '.back button[aria-pressed=true]{background:#1d2330;color:#fff}'
+  `.back button[aria-pressed=true]{background:#1d2330;color:#fff}${REDUCED_MOTION}`
 
 /**
  * The page's script: reads `#d`'s data attributes, opens `events` (server-sent events) under the

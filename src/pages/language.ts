@@ -16,8 +16,29 @@ export type MessagesOption = Readonly<Record<string, Partial<Messages>>>
 /** Longest message accepted in the `messages` option (characters). */
 export const MAX_MESSAGE_LENGTH = 500
 
+/**
+ * The visitor's language as a custom page receives it (`busyPage`, `queue.page`): the language the
+ * gate negotiated from `Accept-Language` over its catalogue, so a custom page can speak it too.
+ */
+export interface VisitorLanguage {
+  /** The language tag (`de`, `pt-BR`), as sent in `Content-Language`: for `<html lang>`. */
+  readonly tag: string
+  /** `ltr` or `rtl` (Arabic, Hebrew, ...): for `<html dir>`. */
+  readonly dir: 'ltr' | 'rtl'
+  /** The built-in pages' words in this language (with the `messages` option applied). */
+  readonly messages: Readonly<Messages>
+  /** Message `key` as HTML (escaped), its `{name}` placeholders replaced by `values` (HTML, inserted as is). */
+  html(key: MessageKey, values?: Record<string, string>): string
+  /** A whole number in the language's digits and grouping (`12.345` in German). */
+  number(n: number): string
+  /** `31 seconds`, `3 minutes` in the language's words (plural forms included). */
+  duration(seconds: number): string
+  /** An estimated wait: `about 31 seconds`, or `working it out` while unknown (`null`). Plain text. */
+  eta(seconds: number | null): string
+}
+
 /** One language of the catalogue, with what its pages need. */
-export class PageLanguage {
+export class PageLanguage implements VisitorLanguage {
   /** `ltr` or `rtl`. */
   readonly dir: 'ltr' | 'rtl'
   /** ` lang="de" dir="ltr"`: the attributes of `<html>`. */

@@ -56,6 +56,8 @@ export class MemorySemaphore {
   seq = 0
   readonly admissions: number[] = []
   readonly released = new Map<string, number>()
+  /** Tokens that left the line (`leave`), by the time the mark lapses (in insertion order: one keep for all). */
+  readonly left = new Map<string, number>()
   /** Per-client shares (`AcquireRequest.client`). */
   readonly shares = new ClientShares()
   /**
@@ -70,6 +72,7 @@ export class MemorySemaphore {
       this.holders.size === 0 &&
       this.waiters.size === 0 &&
       this.released.size === 0 &&
+      this.left.size === 0 &&
       this.admissions.length === 0
     )
   }
@@ -88,6 +91,15 @@ export class MemorySemaphore {
       if (at > now - RELEASED_KEEP_MS && this.released.size <= RELEASED_MEMORY) break
       this.released.delete(token)
     }
+  }
+
+  /** Whether `token` left the line less than `LEFT_KEEP_MS` ago (lapsed marks are dropped). */
+  justLeft(token: string, now: number): boolean {
+    for (const [t, until] of this.left) {
+      if (until > now) break
+      this.left.delete(t)
+    }
+    return (this.left.get(token) ?? 0) > now
   }
 
   purgeWaiters(now: number): void {

@@ -3,7 +3,7 @@ import { received, optionsObject } from '../base/validate.js'
 import { MemorySemaphore, type Waiter } from './memory-semaphore.js'
 import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
-import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
+import { LEFT_KEEP_MS, type AcquireRequest, type AcquireResult, type AdaptAnswer, type AdaptCommit, type AdaptReport, type ControlRecord, type LeaseState, type RefreshResult, type Store, type StoreStatus } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, in ms. Defaults to `Date.now` (read at call time, so fake timers work). */
@@ -98,6 +98,8 @@ export class MemoryStore implements Store {
     let mine = s.waiters.get(req.token)
     // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
     if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
+    // Left the line a moment ago: a poll already on its way takes no place and no slot.
+    if (!mine && q && mayAdmit && s.justLeft(req.token, now)) return { status: 'absent', now }
     // A token new to the semaphore counts against its client's share.
     const share = req.client !== undefined && !mine && mayAdmit ? req.client : undefined
     if (share !== undefined) {
@@ -229,10 +231,16 @@ export class MemoryStore implements Store {
     return true
   }
 
-  async leave(name: string, token: string): Promise<boolean> {
+  async leave(name: string, token: string, keepOut = false): Promise<boolean> {
     const s = this.sem(name)
+    const now = this.now()
     const wasReserved = s.reserved.has(token)
     const left = s.removeWaiter(token)
+    if (keepOut && !s.holders.has(token)) {
+      s.justLeft(token, now) // drops lapsed marks
+      s.left.delete(token) // re-inserted last, keeping the map in lapse order
+      s.left.set(token, now + LEFT_KEEP_MS)
+    }
     if (wasReserved) this.wake(name, [s.firstOpen()])
     this.tidy(name, s)
     return left

@@ -264,8 +264,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     })
   }
 
-  async leave(name: string, token: string): Promise<boolean> {
-    return (await this.run(scripts.LEAVE, name, { token, channel: this.channel(name) })) === 1
+  async leave(name: string, token: string, keepOut = false): Promise<boolean> {
+    return (await this.run(scripts.LEAVE, name, { token, channel: this.channel(name), keepOut })) === 1
   }
 
   async leaseState(name: string, token: string): Promise<LeaseState> {

@@ -6,6 +6,12 @@
  * Stores are shared: one store serves any number of semaphores, gates and waiting rooms, told apart
  * by `name`. Custom stores are checked for this shape at startup (see `assertStore`).
  */
+/**
+ * How long a store remembers that a token left the line (`Store.leave`), in ms: longer than a poll
+ * can take to arrive (a few poll intervals), short enough to cost nothing.
+ */
+export const LEFT_KEEP_MS = 10_000
+
 export interface Store {
   /** A short label for logs and errors (`'memory'`, `'redis'`). */
   readonly kind: string
@@ -35,8 +41,14 @@ export interface Store {
   /** Free the live slot owned by `token`. `false` when it was expired, released or never existed. */
   release(name: string, token: string): Promise<boolean>
 
-  /** Leave the line. `false` when `token` was not waiting. Never touches a held slot. */
-  leave(name: string, token: string): Promise<boolean>
+  /**
+   * Leave the line. `false` when `token` was not waiting. Never touches a held slot. With
+   * `keepOut` (and unless `token` holds a slot), `token` is also marked as left for
+   * {@link LEFT_KEEP_MS}: an `acquire` with a `queue` that may admit (`admit` not `false`) for it
+   * answers `absent` meanwhile, taking no place and no slot, so a poll already on its way when the
+   * visitor left cannot take a new place. Stores that predate `keepOut` ignore it.
+   */
+  leave(name: string, token: string, keepOut?: boolean): Promise<boolean>
 
   /** What the store knows of one token. */
   leaseState(name: string, token: string): Promise<LeaseState>
@@ -352,7 +364,10 @@ export type AcquireResult = (
       now: number
     }
   | {
-      /** A poll (`admit: false`) for a token that holds nothing and is not in line. */
+      /**
+       * A poll (`admit: false`) for a token that holds nothing and is not in line; or any line
+       * request for a token kept out after leaving (`Store.leave` with `keepOut`).
+       */
       status: 'absent'
       now: number
     }

@@ -150,6 +150,24 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
     expect(await store.acquire(name, b)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
   })
 
+  it('leave(keepOut) keeps the leaver out for a moment: a line request for it is absent, takes no place, no slot', async () => {
+    const { name, store } = ctx.fresh()
+    const holder = ctx.req({ limit: 1 })
+    await store.acquire(name, holder)
+    const a = ctx.req({ limit: 1, queue: LINE })
+    const b = ctx.req({ limit: 1, queue: LINE })
+    await store.acquire(name, a)
+    await store.acquire(name, b)
+    expect(await store.leave(name, a.token, true)).toBe(true)
+    expect((await store.acquire(name, a)).status).toBe('absent') // a poll already on its way
+    expect(await store.acquire(name, b)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
+    // Nobody in line, a slot free: still no slot for it.
+    expect(await store.leave(name, b.token)).toBe(true)
+    await store.release(name, holder.token)
+    expect((await store.acquire(name, a)).status).toBe('absent')
+    expect((await store.acquire(name, b)).status).toBe('acquired') // left without keepOut
+  })
+
   it('answers full at maxLength', async () => {
     const { name, store } = ctx.fresh()
     await store.acquire(name, ctx.req({ limit: 1 }))

@@ -2,7 +2,7 @@
  * Every page a visitor or an operator sees, checked by axe-core (WCAG 2.1 A and AA rules) in real
  * headless Chromium, at a phone's width (320 px) and a desktop's (1280 px), after its script has
  * run (issue 27). The pages are rendered by the same functions the gate, the proxy and the dashboard
- * answer with.
+ * answer with. Also: with `prefers-reduced-motion: reduce`, nothing on them animates or transitions.
  */
 import { createRequire } from 'node:module'
 import { createServer, type Server } from 'node:http'
@@ -101,6 +101,40 @@ describe.runIf(chromiumAvailable || process.env.CI)('axe-core finds no WCAG 2.1 
         }
       }
       expect(found).toEqual([])
+    })
+  }
+})
+
+/** What a site's stylesheet or a future spinner could add: every element animated and fading. */
+const MOTION = '*,:before,:after{transition:opacity 2s;animation:airlock-test-spin 1s infinite}@keyframes airlock-test-spin{to{opacity:.5}}'
+
+describe.runIf(chromiumAvailable || process.env.CI)('prefers-reduced-motion: reduce: nothing moves', () => {
+  for (const name of Object.keys(PAGES)) {
+    it(name, async () => {
+      const moving: Record<string, number> = {}
+      for (const reducedMotion of ['reduce', 'no-preference'] as const) {
+        // The motion is injected by the test (bypassCSP): the pages' own styles have none today.
+        const context = await browser.newContext({ reducedMotion, bypassCSP: true })
+        try {
+          const page = await context.newPage()
+          await page.goto(`${base}/${encodeURIComponent(name)}`)
+          await page.addStyleTag({ content: MOTION })
+          moving[reducedMotion] = await page.evaluate(`(() => {
+            let n = 0
+            for (const e of document.querySelectorAll('*')) {
+              for (const pseudo of [null, '::before', '::after']) {
+                const s = getComputedStyle(e, pseudo)
+                if (s.animationName !== 'none' || s.transitionDuration.split(',').some((d) => parseFloat(d) > 0)) n++
+              }
+            }
+            return n
+          })()`)
+        } finally {
+          await context.close()
+        }
+      }
+      expect(moving.reduce, 'elements that animate or transition under reduce').toBe(0)
+      expect(moving['no-preference'], 'the injected motion applies without the preference').toBeGreaterThan(0)
     })
   }
 })

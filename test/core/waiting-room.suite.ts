@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { createSemaphore } from '../../src/core/semaphore.js'
 import { createWaitingRoom, type EnterResult, type WaitingRoomOptions } from '../../src/core/waiting-room.js'
 import { isAirlockError } from '../../src/base/errors.js'
-import type { Store } from '../../src/stores/types.js'
+import { LEFT_KEEP_MS, type Store } from '../../src/stores/types.js'
 import { sleep, until } from '../helpers/wait.js'
 
 export { sleep, until }
@@ -98,6 +98,37 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
       expect(await r.getPosition('never-came')).toBeNull()
       expect(await r.poll('never-came')).toEqual({ status: 'absent' })
       expect((await r.getState()).waiting).toBe(28)
+    })
+
+    it('a poll on its way when the visitor left takes no place and no slot (issue 27: the race on leave)', async () => {
+      const r = room()
+      const holder = await admitted(r.enter('holder'))
+      queued(await r.enter('a'))
+      queued(await r.enter('b'))
+      // "Leave the line", then the page's poll that was already on its way arrives.
+      expect(await r.leave('a', { keepOut: true })).toBe(true)
+      expect(await r.enter('a')).toEqual({ status: 'left' })
+      expect(await r.getPosition('a')).toBeNull()
+      expect(queued(await r.enter('b'))).toMatchObject({ position: 1, waiting: 1 })
+      // Nobody in line and a slot free: a late poll is not admitted either.
+      expect(await r.leave('b', { keepOut: true })).toBe(true)
+      await holder.release()
+      expect(await r.enter('b')).toEqual({ status: 'left' })
+      expect(await r.getState()).toEqual({ limit: 1, held: 0, available: 1, waiting: 0 })
+      // Another visitor is not affected; an admitted visitor that "leaves" keeps its slot.
+      const c = await admitted(r.enter('c'))
+      expect(await r.leave('c', { keepOut: true })).toBe(false)
+      expect((await admitted(r.enter('c'))).fence).toBe(c.fence)
+      // Without keepOut (the default), a leaver may take a place again at once.
+      queued(await r.enter('d'))
+      expect(await r.leave('d')).toBe(true)
+      queued(await r.enter('d'))
+      if (label === 'memory') {
+        // The mark lapses after LEFT_KEEP_MS: the id may take a place again (at the back).
+        await h.advance(LEFT_KEEP_MS + 1)
+        await c.release()
+        await admitted(r.enter('a'))
+      }
     })
 
     it('getPosition is a poll: it never admits and never joins', async () => {

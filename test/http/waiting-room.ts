@@ -10,7 +10,8 @@ import { createSigner } from '../../src/base/signing.js'
 import { encodeTicket, TICKET_CONTEXT } from '../../src/gate/ticket.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
-import { waitingPageHashes } from '../../src/pages/waiting.js'
+import { WAITING_PAGE_SCRIPT, waitingPageHashes } from '../../src/pages/waiting.js'
+import type { VisitorLanguage } from '../../src/pages/language.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
@@ -94,6 +95,29 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(r.body).toContain('<h1>Bitte anstellen</h1>')
       await expect(start({ messages: { de: { inLinee: 'x' } } as never })).rejects.toThrow(/messages\.de has no option 'inLinee'/)
     })
+
+    it('custom busyPage and queue.page are told the language (tag, dir, number, eta, words); the answer says it (Content-Language, Vary)', async () => {
+      const page = ({ language: l }: { language: VisitorLanguage }, what: string): string =>
+        `<html lang="${l.tag}" dir="${l.dir}">${what} ${l.number(12345)} / ${l.eta(180)} / ${l.html('tryNow')}</html>`
+      const busyApp = await start({ limit: 1, messages: { 'pt-BR': { tryNow: 'Tentar agora' } }, busyPage: (c) => page(c, `busy ${c.retryAfter}`) })
+      expect((await new Browser(busyApp.url).get('/kind')).body).toBe('admit')
+      const busy = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'de-AT,de;q=0.9' } })
+      expect([busy.status, busy.body]).toEqual([503, '<html lang="de" dir="ltr">busy 5 12.345 / etwa 3 Minuten / Jetzt erneut versuchen</html>'])
+      expect(busy.headers.get('content-language')).toBe('de')
+      expect(busy.headers.get('vary')).toBe('Accept, Accept-Language')
+      const brazil = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'pt-BR' } })
+      expect(brazil.body).toMatch(/^<html lang="pt-BR" dir="ltr">busy 5 12\.345 \/ .* \/ Tentar agora<\/html>$/)
+      const english = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'xx' } })
+      expect(english.body).toBe('<html lang="en" dir="ltr">busy 5 12,345 / about 3 minutes / Try now</html>')
+
+      const { app } = await full({ queue: { page: (c) => page(c, `place ${c.language.number(c.position ?? 0)}`) } })
+      const arabic = await new Browser(app.url).get('/', { headers: { 'accept-language': 'ar' } })
+      expect(arabic.status).toBe(202)
+      const ar = new Intl.NumberFormat('ar', { maximumFractionDigits: 0 })
+      expect(arabic.body.startsWith(`<html lang="ar" dir="rtl">place ${ar.format(1)} ${ar.format(12345)} / `)).toBe(true)
+      expect(arabic.headers.get('content-language')).toBe('ar')
+      expect(arabic.headers.get('vary')).toBe('Accept, Accept-Language')
+    })
   })
 
   describe(`${adapter}: waiting room`, () => {
@@ -106,10 +130,10 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(r.headers.get('cache-control')).toBe('no-store')
       expect(r.headers.get('retry-after')).toBe('2')
       expect(r.headers.get('content-type')).toMatch(/^text\/html/)
-      expect(Buffer.byteLength(r.body)).toBeLessThan(3072)
+      expect(Buffer.byteLength(r.body)).toBeLessThan(4096)
       expect(r.body).toContain('Your place in line: <b id="p">1</b>')
       expect(r.body).toMatch(/<noscript><meta http-equiv="refresh" content="\d+"><\/noscript>/)
-      expect(r.body).not.toMatch(/src=|href=/) // no external assets
+      expect(r.body.replace(WAITING_PAGE_SCRIPT, '')).not.toMatch(/src=|href=/) // no external assets (the script sets a data: favicon once admitted)
       const csp = r.headers.get('content-security-policy')!
       expect(csp).toContain(waitingPageHashes.script)
       expect(csp).toContain(waitingPageHashes.style)
@@ -162,9 +186,15 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(forged.status).toBe(403)
       expect((await leave(a, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
       expect(await place(b)).toMatchObject({ body: { position: 2 } })
+      const ticket = ticketOf(a)
       const left = await leave(a, { 'sec-fetch-site': 'same-origin', origin: app.url })
       expect([left.status, left.body]).toEqual([200, '{"status":"left"}'])
       expect(left.cookies.some((c) => /^airlock_ticket=;.*Max-Age=0/.test(c))).toBe(true)
+      expect(await place(b)).toMatchObject({ status: 202, body: { position: 1, waiting: 1 } })
+      expect(app.stats.runs).toBe(0)
+      // A poll sent before the leave, arriving after it (with the ticket the browser still had): no new place.
+      const late = await a.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-poll': '1', cookie: `airlock_ticket=${ticket}` } })
+      expect([late.status, late.body]).toEqual([200, '{"status":"left"}'])
       expect(await place(b)).toMatchObject({ status: 202, body: { position: 1, waiting: 1 } })
       expect(app.stats.runs).toBe(0)
     })
@@ -193,7 +223,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect((await place(line[1]!)).status).toBe(200)
     })
 
-    it("the waiting page's poll is answered 200 {status:'admitted'} with the pass, without running the route", async () => {
+    it("the waiting page's poll is answered 200 {status:'admitted', hold} with the pass, without running the route", async () => {
       const { app, holder } = await full()
       const visitor = new Browser(app.url)
       await visitor.get('/')
@@ -204,10 +234,17 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const runs = app.stats.runs
       const admitted = await visitor.get('/', { headers: poll })
       expect(admitted.status).toBe(200)
-      expect(JSON.parse(admitted.body)).toEqual({ status: 'admitted' })
+      // A hidden page may wait half the pass's life (passTtl: 60 s by default) before using it.
+      expect(JSON.parse(admitted.body)).toEqual({ status: 'admitted', hold: 30_000 })
       expect(admitted.headers.get('cache-control')).toBe('no-store')
       expect(app.stats.runs).toBe(runs)
       expect((await visitor.get('/kind')).body).toBe('pass')
+      // Without the confirm request, no hold: the page goes to the site at once.
+      const unconfirmed = await full({ confirm: false, passTtl: 20_000 })
+      const other = new Browser(unconfirmed.app.url)
+      await other.get('/')
+      await unconfirmed.holder.get('/logout', { method: 'POST' })
+      expect(JSON.parse((await other.get('/', { headers: poll })).body)).toEqual({ status: 'admitted' })
     })
 
     it('a waiter that stops polling loses its place, a head that does not come is skipped, and those behind move up', async () => {

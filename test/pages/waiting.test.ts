@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import {
+  ADMITTED_JSON,
+  admittedJson,
   describeEta,
   queuedJson,
   renderWaitingPage,
@@ -13,11 +15,13 @@ import {
 const base = { order: 'fifo' as const, position: 452, waiting: 900, eta: 31, pollInterval: 2000, keepAliveInterval: 8000, nonce: undefined }
 
 describe('built-in waiting page', () => {
-  it('is self-contained and under 3 KB even with a long nonce and a huge line', () => {
+  it('is self-contained and under 4 KB even with a long nonce and a huge line', () => {
     const nonce = 'a-long-nonce-value-0123456789abcdef0123456789'
     const html = renderWaitingPage({ ...base, position: 99_999_999, waiting: 99_999_999, eta: 9_999_999, nonce })
-    expect(Buffer.byteLength(html)).toBeLessThan(3072)
-    expect(html).not.toMatch(/<(link|img|iframe)|src=|url\(|@import|href=/)
+    expect(Buffer.byteLength(html)).toBeLessThan(4096)
+    // No external asset (the script's favicon, set once admitted, is a data: URL).
+    expect(html.replace(WAITING_PAGE_SCRIPT, '')).not.toMatch(/<(link|img|iframe)|src=|url\(|@import|href=/)
+    expect(WAITING_PAGE_SCRIPT).toMatch(/i\.href="data:image\/svg\+xml,/)
     expect(html).toContain(`<script nonce="${nonce}">${WAITING_PAGE_SCRIPT}</script>`)
     expect(html).toContain(`<style nonce="${nonce}">${WAITING_PAGE_STYLE}</style>`)
   })
@@ -55,6 +59,22 @@ describe('built-in waiting page', () => {
     expect(WAITING_PAGE_CSP).toContain(`script-src ${waitingPageHashes.script}`)
     expect(WAITING_PAGE_CSP).toContain("connect-src 'self'")
     expect(WAITING_PAGE_CSP).toContain("default-src 'none'")
+    // The favicon it shows once admitted in a background tab: a data: URL, nothing fetched.
+    expect(WAITING_PAGE_CSP).toContain('img-src data:;')
+  })
+
+  it('has the "tell me" toggle (hidden until the script shows it) before "Leave the line", and the words of the admitted title', () => {
+    const html = renderWaitingPage(base)
+    expect(html).toContain(
+      '<button type="button" id="n" aria-pressed="false" hidden>Tell me when it is my turn</button> <button>Leave the line</button></form>',
+    )
+    expect(html).toContain('data-turn="Your turn"')
+  })
+
+  it('the admitted poll tells the page how long it may wait on a hidden tab, when it may', () => {
+    expect(JSON.parse(admittedJson(30_000))).toEqual({ status: 'admitted', hold: 30_000 })
+    expect(admittedJson(undefined)).toBe(ADMITTED_JSON)
+    expect(JSON.parse(ADMITTED_JSON)).toEqual({ status: 'admitted' })
   })
 
   it('escapes the nonce; the JSON carries position, eta (s) and waiting', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest'
 import { redisStore } from '../../src/stores/redis.js'
+import { LEFT_KEEP_MS } from '../../src/stores/types.js'
 import { startRedis, requireRedis, redisAvailable, type PrivateRedis } from '../helpers/redis.js'
 import { storeContract } from './contract.js'
 import { until } from '../helpers/wait.js'
@@ -38,6 +39,22 @@ describe.runIf(redisAvailable)('redis store', () => {
       expect(key.startsWith('{tagcheck:s1}:')).toBe(true)
       expect(await client.pttl(key), key).toBeGreaterThan(0)
     }
+    await store.close()
+  })
+
+  it('marks a token that left the line under the same hash tag, for LEFT_KEEP_MS at most (issue 27)', async () => {
+    const client = redis.client()
+    const store = redisStore({ client, prefix: 'leftmark' })
+    const line = { order: 'fifo' as const, idleTimeout: 5_000, claimWindow: 1_000, maxLength: 0 }
+    await store.acquire('s', { token: 'holder', limit: 1, ttl: 5_000, weight: 1 })
+    await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })
+    expect(await store.leave('s', 'w', true)).toBe(true)
+    expect(await store.leave('s', 'holder', true)).toBe(false) // holds a slot: no mark
+    expect(await client.zrange('{leftmark:s}:lt', 0, -1)).toEqual(['w'])
+    const ttl = await client.pttl('{leftmark:s}:lt')
+    expect(ttl).toBeGreaterThan(0)
+    expect(ttl).toBeLessThanOrEqual(LEFT_KEEP_MS)
+    expect((await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })).status).toBe('absent')
     await store.close()
   })
 

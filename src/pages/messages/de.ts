@@ -4,7 +4,7 @@ import type { Messages } from './types.js'
 export const de: Messages = {
   busyTitle: 'Gerade viel los – bitte kurz warten',
   busyHeading: 'Gerade ist sehr viel los',
-  busyText: 'Wir lassen immer nur einige Besucher gleichzeitig herein, damit die Seite erreichbar bleibt.',
+  busyText: 'Wir lassen immer nur einige Besucher gleichzeitig herein, damit die Website erreichbar bleibt.',
   retryIn: 'Diese Seite versucht es in {seconds} Sek. automatisch erneut.',
   tryNow: 'Jetzt erneut versuchen',
   inLine: 'Sie sind in der Warteschlange',
@@ -15,6 +15,8 @@ export const de: Messages = {
   lottery: 'Wartende: {waiting}. Der Einlass wird ausgelost – lassen Sie diese Seite einfach geöffnet.',
   keepOpen: 'Diese Seite aktualisiert sich von selbst und bringt Sie zur Website, sobald Sie an der Reihe sind. Bitte lassen Sie sie geöffnet.',
   leave: 'Warteschlange verlassen',
+  notify: 'Mich benachrichtigen, wenn ich an der Reihe bin',
+  turn: 'Sie sind an der Reihe',
   leftTitle: 'Sie haben die Warteschlange verlassen',
   leftText: 'Ihr Platz wurde an die nächste Person weitergegeben. Sie können diesen Tab jetzt schließen.',
   joinAgain: 'Erneut anstellen (am Ende der Schlange)',

@@ -15,6 +15,8 @@ export const en: Messages = {
   lottery: 'People waiting: {waiting}. Visitors are let in by lottery, so keep this page open.',
   keepOpen: 'This page updates by itself and takes you to the site when it is your turn. Please keep it open.',
   leave: 'Leave the line',
+  notify: 'Tell me when it is my turn',
+  turn: 'Your turn',
   leftTitle: 'You left the line',
   leftText: 'Your place was given to the next visitor. You can close this tab.',
   joinAgain: 'Join the line again (at the back)',

@@ -15,6 +15,8 @@ export const fr: Messages = {
   lottery: 'Personnes en attente : {waiting}. Les entrées sont tirées au sort : gardez simplement cette page ouverte.',
   keepOpen: 'Cette page se met à jour toute seule et vous mènera sur le site dès que ce sera votre tour. Merci de la garder ouverte.',
   leave: 'Quitter la file d’attente',
+  notify: 'Me prévenir quand ce sera mon tour',
+  turn: 'C’est votre tour',
   leftTitle: 'Vous avez quitté la file d’attente',
   leftText: 'Votre place a été donnée à la personne suivante. Vous pouvez fermer cet onglet.',
   joinAgain: 'Reprendre une place (en fin de file)',

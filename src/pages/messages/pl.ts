@@ -15,6 +15,8 @@ export const pl: Messages = {
   lottery: 'Osób w kolejce: {waiting}. O wejściu decyduje losowanie, więc nie zamykaj tej strony.',
   keepOpen: 'Ta strona odświeża się sama i przeniesie Cię do serwisu, gdy nadejdzie Twoja kolej. Nie zamykaj jej.',
   leave: 'Opuść kolejkę',
+  notify: 'Powiadom mnie, gdy nadejdzie moja kolej',
+  turn: 'Twoja kolej',
   leftTitle: 'Kolejka opuszczona',
   leftText: 'Twoje miejsce przeszło na kolejną osobę. Możesz zamknąć tę kartę.',
   joinAgain: 'Ustaw się ponownie (na końcu kolejki)',

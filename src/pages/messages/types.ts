@@ -32,6 +32,10 @@ export interface Messages {
   keepOpen: string
   /** Waiting page: the button that gives the place up. */
   leave: string
+  /** Waiting page: the toggle that asks to be told (a notification, else a beep) when admitted in a background tab. */
+  notify: string
+  /** The waiting tab's title once admitted while in the background (shown as `✓ <turn> – <site>`). */
+  turn: string
   /** After leaving: the title and heading. */
   leftTitle: string
   /** After leaving: what happened, and that the tab can be closed. */
@@ -89,6 +93,8 @@ const KEYS = [
   'lottery',
   'keepOpen',
   'leave',
+  'notify',
+  'turn',
   'leftTitle',
   'leftText',
   'joinAgain',

@@ -15,6 +15,8 @@ export const zh: Messages = {
   lottery: '排队人数：{waiting}。入场顺序随机抽取，请保持此页面开启。',
   keepOpen: '本页面会自动更新，轮到您时将自动进入网站。请不要关闭此页面。',
   leave: '退出排队',
+  notify: '轮到我时通知我',
+  turn: '轮到您了',
   leftTitle: '您已退出排队',
   leftText: '您的位置已让给下一位访客。现在可以关闭此页面。',
   joinAgain: '重新排队（排在队尾）',

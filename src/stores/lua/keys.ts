@@ -34,6 +34,8 @@
  *          slots and places, then the tokens granted under it that may still hold something)
  * 18 `:ct` hash, token -> its client key (while the token is in that client's record)
  * 19 `:cx` sorted set, client key -> when its record is looked at again (the sweep)
+ * 20 `:lt` sorted set, tokens that left the line (LEAVE) -> when the mark lapses (LEFT_KEEP_MS
+ *          later): ACQUIRE gives them no place and no slot meanwhile. Expires LEFT_KEEP_MS after the last leave.
  *
  * Time is always `redis.call('TIME')`. Every key gets an expiry, so an idle semaphore leaves
  * nothing behind but its fencing counter (which expires after FENCE_KEEP_MS of disuse) and the
@@ -41,7 +43,7 @@
  */
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e', 'cs', 'ct', 'cx'] as const
+export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e', 'cs', 'ct', 'cx', 'lt'] as const
 
 /** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
 export const PRE_QUEUE_BASE = 2 ** 52
@@ -52,5 +54,6 @@ export const RELEASED_MEMORY = 1000
 /** Most visit durations one reply lists (`StoreEnded.visits`). */
 export const ENDED_VISITS = 64
 export const RELEASED_KEEP_MS = 3_600_000
+export { LEFT_KEEP_MS } from '../types.js'
 /** Extra life given to keys past the farthest expiry they hold. */
 export const KEY_SLACK_MS = 60_000

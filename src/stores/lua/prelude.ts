@@ -11,7 +11,7 @@ import { luaLeaseCodes, luaReplies } from './boundary.js'
 import { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
 import { SHARE_FUNCTIONS } from './shares.js'
 
-export { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+export { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, LEFT_KEEP_MS, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
 export { SHARE_KEEP_MS } from './shares.js'
 
 /** Lapsed places removed per variadic call (well under Lua's unpack limit). */
@@ -21,7 +21,7 @@ export const PRELUDE = `
 local H, M, F, Q, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local QM, R, N, A, X = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local IS, IC, RT, CTL, AD, E = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local CS, CT, CX = KEYS[17], KEYS[18], KEYS[19]
+local CS, CT, CX, LT = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
 ${luaReplies()}
 ${luaLeaseCodes()}
 

@@ -3,7 +3,7 @@
  * by {@link script}; the adaptive limit's two are in adapt-scripts.ts).
  */
 import { BATCH_REPLY_WIDTH, luaGroup } from './boundary.js'
-import { ADMISSION_WINDOW_MS, KEY_SLACK_MS, PRE_QUEUE_BASE } from './prelude.js'
+import { ADMISSION_WINDOW_MS, KEY_SLACK_MS, LEFT_KEEP_MS, PRE_QUEUE_BASE } from './prelude.js'
 import { script } from './script.js'
 import { ADAPT, ADAPT_COMMIT } from './adapt-scripts.js'
 
@@ -61,6 +61,12 @@ if changed and not queued and not redis.call('ZSCORE', H, token) then
   return with_ended(reply_busy(now, next_expiry()))
 end
 local admits = mayAdmit and not hold and not changed
+
+-- Left the line a moment ago (LEAVE marked it): a poll already on its way takes no place and no slot.
+if queued and mayAdmit then
+  local gone = redis.call('ZSCORE', LT, token)
+  if gone and tonumber(gone) > now and not redis.call('ZSCORE', H, token) then return reply_absent(now) end
+end
 
 -- A token new to the semaphore counts against its client's share (client ''; no share): checked
 -- once, and counted by the grant that follows (shared).
@@ -313,12 +319,21 @@ return freed + left
 `,
 )
 
-/** Leaves the line. Returns 1 when the token left it, else 0. Never touches a held slot. */
+/**
+ * Leaves the line. Returns 1 when the token left it, else 0. Never touches a held slot. `keepOut`:
+ * a token without one is marked as left (`:lt`) for LEFT_KEEP_MS.
+ */
 export const LEAVE = script(
   'leave',
-  { token: 's', channel: 's' } as const,
+  { token: 's', channel: 's', keepOut: 'b' } as const,
   `
 local now = now_ms()
+-- keepOut: marked as left for LEFT_KEEP_MS (unless it holds a slot): a poll on its way takes no place (ACQUIRE).
+if keepOut and not redis.call('ZSCORE', H, token) then
+  redis.call('ZREMRANGEBYSCORE', LT, '-inf', now)
+  redis.call('ZADD', LT, now + ${LEFT_KEEP_MS}, token)
+  redis.call('PEXPIRE', LT, ${LEFT_KEEP_MS})
+end
 if not redis.call('ZSCORE', Q, token) then return 0 end
 local reserved = redis.call('ZSCORE', R, token)
 remove_waiter(token)
