@@ -8,8 +8,8 @@ import { afterAll } from 'vitest'
 export const results = mkdtempSync(join(tmpdir(), 'airlock-bench-smoke-'))
 afterAll(() => rmSync(results, { recursive: true, force: true }))
 
-/** Runs `bench/<file>` to completion; resolves with its exit code and output. */
-export function runBench(file: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+/** Runs `bench/<file>` to completion (killed after `limitMs`); resolves with its exit code and output. */
+export function runBench(file: string, env: Record<string, string>, limitMs = 80_000): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join('bench', file)], {
       env: { ...process.env, ...env, BENCH_RESULTS: results },
@@ -18,7 +18,7 @@ export function runBench(file: string, env: Record<string, string>): Promise<{ c
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
-    const killer = setTimeout(() => child.kill('SIGKILL'), 80_000)
+    const killer = setTimeout(() => child.kill('SIGKILL'), limitMs)
     child.on('exit', (code) => {
       clearTimeout(killer)
       resolve({ code, out })
