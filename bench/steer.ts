@@ -22,6 +22,8 @@ const LIMIT = envNumber('LIMIT', 40)
 const LOW = envNumber('LOW', 10)
 const WORK_MS = envNumber('WORK_MS', 50)
 const CONNECTIONS = envNumber('CONNECTIONS', 60)
+/** Phase time not counted after each change (ms): the fleet's figures are read from then on. */
+const SETTLE_MS = envNumber('SETTLE_MS', 1000)
 const PHASE = envNumber('PHASE', 5)
 
 /** In flight across the fleet, sampled every 10 ms from `from` to `to` (ms, wall clock). */
@@ -68,9 +70,9 @@ try {
   const end = t0 + PHASE * 3000
   const points = timeline(fleet.events, t0, end)
   const phaseStats = (from: number, to: number) => {
-    const inPhase = fleet.events.filter((e) => e.e === 'exit' && e.t >= from + 1000 && e.t < to)
-    const max = Math.max(0, ...points.filter((p) => p.t >= from + 1000 && p.t < to).map((p) => p.n))
-    return { perSecond: inPhase.length / ((to - from - 1000) / 1000), max }
+    const inPhase = fleet.events.filter((e) => e.e === 'exit' && e.t >= from + SETTLE_MS && e.t < to)
+    const max = Math.max(0, ...points.filter((p) => p.t >= from + SETTLE_MS && p.t < to).map((p) => p.n))
+    return { perSecond: inPhase.length / ((to - from - SETTLE_MS) / 1000), max }
   }
   const phases = [
     { label: `limit ${LIMIT}`, ...phaseStats(t0, lowered), followMs: null as number | null },
@@ -79,7 +81,7 @@ try {
   ]
   const refused = results.reduce((sum, r) => sum + r.non2xx, 0)
   console.log(`# The operator steers a hug\n\n${describeMachine(machine(await redisVersion(client)))}`)
-  console.log(`2 instances on one Redis, request mode, handlers ${WORK_MS} ms, ${CONNECTIONS * 2} connections; phases of ${PHASE} s (figures from 1 s into each)\n`)
+  console.log(`2 instances on one Redis, request mode, handlers ${WORK_MS} ms, ${CONNECTIONS * 2} connections; phases of ${PHASE} s (figures from ${SETTLE_MS / 1000} s into each)\n`)
   console.log(
     markdownTable(
       ['phase', 'handlers done/s', 'max in flight (both)', 'in flight followed the change after (lowered: at most the new limit from then on; raised: first at 90 % of it)'],
