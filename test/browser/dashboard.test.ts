@@ -77,11 +77,14 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     expect(page.url()).toBe(base) // the token left the address bar
     const tile = (k: string) => page.locator(`[data-gate="shop"] [data-k="${k}"]`).textContent()
     await page.locator('[data-gate="shop"] [data-k="held"]').waitFor()
-    // Compare with the store until a sample matches (the page updates twice a second).
+    // Compare with the store until a sample matches the load script's 5 inside, 3 in line, 2
+    // instances (the page updates twice a second; on a loaded box a poll can come late and its
+    // place lapse until the next poll takes one again: wait for the settled figures).
     await until(async () => {
       const st = await clusterStatus(priv.store, 'shop')
+      if (st.held !== 5 || st.waiting !== 3 || st.instances.length !== 2) return false
       return (await tile('held')) === String(st.held) && (await tile('waiting')) === String(st.waiting) && (await tile('instances')) === String(st.instances.length)
-    }, 10_000)
+    }, 20_000)
     expect(await tile('held')).toBe('5')
     expect(await tile('waiting')).toBe('3')
     expect(await tile('instances')).toBe('2')
