@@ -53,6 +53,7 @@ export type {
   QueueRequest,
   QueueSettings,
   RefreshResult,
+  Released,
   Store,
   StoreStatus,
   StoreEnded,

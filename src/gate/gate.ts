@@ -257,9 +257,10 @@ export class Gate<Req = unknown> {
     const token = decision.token
     this.#passes.forget(token)
     try {
-      const freed = await this.sem.lease(token).release()
-      if (freed) this.#tally.released(by, null)
-      return freed
+      const { store, name } = this.sem
+      const freed = store.releaseHeld ? await store.releaseHeld(name, token) : (await store.release(name, token)) && { heldMs: null }
+      if (freed) this.#tally.released(by, freed.heldMs)
+      return freed !== false
     } catch (err) {
       this.guard.logFailure(err, 'release')
       return false

@@ -3,7 +3,7 @@ import { received, optionsObject } from '../base/validate.js'
 import { MemorySemaphore, type Waiter } from './memory-semaphore.js'
 import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
-import { LEFT_KEEP_MS, type AcquireRequest, type AcquireResult, type AdaptAnswer, type AdaptCommit, type AdaptReport, type ControlRecord, type LeaseState, type RefreshResult, type Store, type StoreStatus } from './types.js'
+import { LEFT_KEEP_MS, type AcquireRequest, type AcquireResult, type AdaptAnswer, type AdaptCommit, type AdaptReport, type ControlRecord, type LeaseState, type RefreshResult, type Released, type Store, type StoreStatus } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, in ms. Defaults to `Date.now` (read at call time, so fake timers work). */
@@ -215,6 +215,10 @@ export class MemoryStore implements Store {
   }
 
   async release(name: string, token: string): Promise<boolean> {
+    return (await this.releaseHeld(name, token)) !== false
+  }
+
+  async releaseHeld(name: string, token: string): Promise<Released> {
     const s = this.sem(name)
     const now = this.now()
     s.purgeHolders(now)
@@ -228,7 +232,7 @@ export class MemoryStore implements Store {
     s.released.set(token, now)
     s.purgeHolders(now)
     this.wake(name, [s.firstOpen()])
-    return true
+    return { heldMs: Math.max(0, now - h.since) }
   }
 
   async leave(name: string, token: string, keepOut = false): Promise<boolean> {

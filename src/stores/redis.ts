@@ -11,7 +11,7 @@ import { batch, type Batch } from './redis-batch.js'
 import { RedisChannels } from './redis-pubsub.js'
 import { ServerWatch } from './redis-server.js'
 import { RedisHistory } from './redis-history.js'
-import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Store, StoreStatus } from './types.js'
+import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Released, Store, StoreStatus } from './types.js'
 
 export type { IoRedisClient, NodeRedisClient, RedisClient } from './redis-client.js'
 
@@ -88,7 +88,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   private readonly caller: RedisCaller
   private readonly leftovers: Leftovers
   private readonly acquireBatches = new Map<string, Batch<AcquireRequest, AcquireResult | null>>()
-  private readonly releaseBatches = new Map<string, Batch<string, boolean>>()
+  private readonly releaseBatches = new Map<string, Batch<string, Released>>()
   private closed = false
   /** Which server answers: a different one means the last writes may be lost (see redis-server.ts). */
   readonly #server: ServerWatch
@@ -258,9 +258,13 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   }
 
   async release(name: string, token: string): Promise<boolean> {
+    return (await this.releaseHeld(name, token)) !== false
+  }
+
+  async releaseHeld(name: string, token: string): Promise<Released> {
     return batch(this.releaseBatches, name, token, async (tokens) => {
       const reply = (await this.run(scripts.RELEASE, name, { channel: this.channel(name) }, tokens)) as number[]
-      return reply.map((r) => r === 1)
+      return reply.map((r) => (r === -1 ? false : { heldMs: r >= 0 ? r : null }))
     })
   }
 

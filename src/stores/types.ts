@@ -42,6 +42,14 @@ export interface Store {
   release(name: string, token: string): Promise<boolean>
 
   /**
+   * {@link Store.release}, telling how long the freed slot was held: `heldMs` from its grant to now
+   * (the store's clock; `null` when the store cannot tell), or `false` when no live slot was freed.
+   * Optional: without it the gate calls `release`, and a session pass given back early has no visit
+   * length in the figures.
+   */
+  releaseHeld?(name: string, token: string): Promise<Released>
+
+  /**
    * Leave the line. `false` when `token` was not waiting. Never touches a held slot. With
    * `keepOut` (and unless `token` holds a slot), `token` is also marked as left for
    * {@link LEFT_KEEP_MS}: an `acquire` with a `queue` that may admit (`admit` not `false`) for it
@@ -230,6 +238,9 @@ export interface QueueSettings {
    */
   confirmTimeout: number
 }
+
+/** What {@link Store.releaseHeld} freed: `false` when no live slot. */
+export type Released = false | { heldMs: number | null }
 
 /** How a caller waits in line (only for {@link Store.acquire} with `queue`). */
 export interface QueueRequest extends Omit<QueueSettings, 'confirmTimeout'>, Partial<Pick<QueueSettings, 'confirmTimeout'>> {

@@ -121,6 +121,23 @@ export function slotCases({ it, expect }: TestApi, ctx: ContractContext): void {
     expect((await store.state(name)).held).toBe(0)
   })
 
+  it('releaseHeld tells how long the freed slot was held, refreshes included, once', async () => {
+    const { name, store } = ctx.fresh()
+    if (!store.releaseHeld) return
+    const t = ctx.req()
+    await store.acquire(name, t)
+    await sleep(150)
+    expect(await store.refresh(name, t.token, 5_000)).toMatchObject({ ok: true })
+    await sleep(150)
+    expect(await store.releaseHeld(name, ctx.token())).toBe(false)
+    const freed = await store.releaseHeld(name, t.token)
+    if (freed === false || freed.heldMs === null) throw new Error(`no visit length: ${JSON.stringify(freed)}`)
+    expect(freed.heldMs).toBeGreaterThanOrEqual(290)
+    expect(freed.heldMs).toBeLessThanOrEqual(5_000)
+    expect(await store.releaseHeld(name, t.token)).toBe(false)
+    expect(await store.leaseState(name, t.token)).toBe('released')
+  })
+
   it('reports lease states', async () => {
     const { name, store } = ctx.fresh()
     const t = ctx.req()

@@ -113,12 +113,15 @@ describe('gate events (node:diagnostics_channel)', () => {
       expect(next.kind).toBe('admit')
       expect(released.events).toEqual([{ gate: 'default', by: 'expiry', visitMs: 10_000 }])
       expect(queue.events.filter((e) => e.event === 'abandon')).toEqual([{ gate: 'default', event: 'abandon', position: null, waiting: null, waitMs: null, count: 1 }])
+      now += 2_500 // the site gives the pass back 2.5 s after its admission: the store tells how long it was held
       expect(await gate.release(next)).toBe(true)
-      expect(released.events[1]).toEqual({ gate: 'default', by: 'origin', visitMs: null })
-      expect(sunk).toEqual(['admitted slot null', 'released expiry 10000', 'abandoned 1', 'admitted slot null', 'released origin null'])
+      expect(released.events[1]).toEqual({ gate: 'default', by: 'origin', visitMs: 2_500 })
+      expect(await gate.release(next)).toBe(false)
+      expect(released.events).toHaveLength(2)
+      expect(sunk).toEqual(['admitted slot null', 'released expiry 10000', 'abandoned 1', 'admitted slot null', 'released origin 2500'])
       const self = (await gate.status()).instances[0]!
       expect(self.counters).toMatchObject({ admitted: 2, admittedFromLine: 0, abandoned: 1, released: { visitor: 0, origin: 1, expiry: 1, operator: 0 } })
-      expect(self.visitMs).toMatchObject({ p50: 10_000, max: 10_000, count: 1 })
+      expect(self.visitMs).toMatchObject({ max: 10_000, count: 2 })
       expect(self.waitMs).toEqual({ p50: null, p90: null, max: null, count: 0 })
       remove()
       await gate.decide(view())
@@ -126,6 +129,30 @@ describe('gate events (node:diagnostics_channel)', () => {
     } finally {
       released.stop()
       queue.stop()
+    }
+  })
+
+  it.runIf(redisAvailable)('on Redis, a session pass given back early has its visit length: from its grant on the Redis clock to the release', async () => {
+    const redis = await startRedis()
+    const store = redisStore({ client: redis.client() })
+    const gate = make({ limit: 2, store })
+    const released = listen<ReleaseEvent>('airlock:release')
+    try {
+      const first = await gate.decide(view())
+      expect(first.kind).toBe('admit')
+      await sleep(300)
+      expect(await gate.release(first)).toBe(true)
+      expect(released.events).toHaveLength(1)
+      const visitMs = released.events[0]!.visitMs
+      expect(visitMs).toBeGreaterThanOrEqual(280) // Redis TIME and this clock may differ by a millisecond or so
+      expect(visitMs).toBeLessThan(10_000)
+      expect(await gate.release(first)).toBe(false)
+      expect(released.events).toHaveLength(1)
+      expect((await gate.status()).instances[0]!.visitMs).toMatchObject({ count: 1 })
+    } finally {
+      released.stop()
+      await store.close()
+      await redis.stop()
     }
   })
 

@@ -378,6 +378,8 @@ end
 ${SHARE_FUNCTIONS}
 -- Frees token's live slot and remembers the release: 1, or 0 when it held none (an expired slot is
 -- purged with the others). Call expire_released and wake once after a batch.
+-- Frees token's live slot: returns 1 and how long the slot was held (ms; -1 when its fence does not
+-- tell: see purge_holders), or 0 when it held no live slot.
 local function release_slot(now, token)
   local exp = redis.call('ZSCORE', H, token)
   if not exp then return 0 end
@@ -386,9 +388,12 @@ local function release_slot(now, token)
     return 0
   end
   local v = redis.call('HMGET', M, token, '#used')
+  local w, fence = parse_meta(v[1])
   redis.call('ZREM', H, token)
-  if store_used(tonumber(v[2] or '0') - parse_meta(v[1])) > 0 then redis.call('HDEL', M, token) end
+  if store_used(tonumber(v[2] or '0') - w) > 0 then redis.call('HDEL', M, token) end
   remember_release(now, token)
-  return 1
+  local held = now - math.floor(fence / 1000)
+  if fence < 1e15 or held < 0 then held = -1 end
+  return 1, held
 end
 `

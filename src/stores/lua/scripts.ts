@@ -270,7 +270,10 @@ return {now + ttl, fence}
 `,
 )
 
-/** ARGV list: tokens (one or a batch). Returns 1 per token whose live slot it released, else 0. */
+/**
+ * ARGV list: tokens (one or a batch). Returns per token how long the live slot it released was held
+ * (ms, 0 or more; -2 when not known), or -1 when the token held no live slot.
+ */
 export const RELEASE = script(
   'release',
   { channel: 's' } as const,
@@ -279,9 +282,14 @@ local now = now_ms()
 local out = {}
 local any = false
 for i = REST, #ARGV do
-  local freed = release_slot(now, ARGV[i])
-  out[#out + 1] = freed
-  if freed == 1 then any = true end
+  local freed, held = release_slot(now, ARGV[i])
+  if freed == 1 then
+    any = true
+    if held < 0 then held = -2 end
+    out[#out + 1] = held
+  else
+    out[#out + 1] = -1
+  end
 end
 if any then
   expire_released(now)
