@@ -11,6 +11,7 @@
  * AIRLOCK_SRC (another tree's src/ to measure instead of this one's).
  */
 import diagnostics from 'node:diagnostics_channel'
+import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import { Hono } from 'hono'
@@ -33,10 +34,12 @@ import type { redisStore as RedisStoreFactory } from '../src/redis.js'
 // The package under test: this tree's src/, or (AIRLOCK_SRC) another tree's, e.g. the previous
 // commit's worktree made by bench/overhead.ts for COMPARE. Older trees exported everything from
 // the root; newer ones from the entry points.
+// A built tree (dist/, what users run: no tsx, no keepNames helpers) has .js entry points.
 const src = process.env.AIRLOCK_SRC ?? new URL('../src', import.meta.url).pathname
-const root = (await import(`${src}/index.ts`)) as Record<string, unknown>
+const ext = existsSync(`${src}/index.ts`) ? 'ts' : 'js'
+const root = (await import(`${src}/index.${ext}`)) as Record<string, unknown>
 const from = async <T>(entry: string, name: string): Promise<T> =>
-  (root[name] ?? ((await import(`${src}/${entry}.ts`)) as Record<string, unknown>)[name]) as T
+  (root[name] ?? ((await import(`${src}/${entry}.${ext}`)) as Record<string, unknown>)[name]) as T
 const airlockShield = await from<typeof AirlockShield>('fastify', 'airlockShield')
 const airlock = await from<(options: object) => AirlockMiddleware>('express', 'airlock')
 const memoryStore = await from<typeof MemoryStore>('index', 'memoryStore')

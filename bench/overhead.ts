@@ -17,7 +17,9 @@
  * Env: ROUNDS (3), SECONDS per run (2), WARMUP seconds per scenario (1), CONNECTIONS (32),
  * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>,
  * COMPARE=<git ref> (also run every gated scenario on that commit, in a temporary git worktree,
- * side by side in the same rounds: `COMPARE=HEAD~1 npm run bench:overhead`).
+ * side by side in the same rounds: `COMPARE=HEAD~1 npm run bench:overhead`), BUILT=1 (build the
+ * package first and measure dist/, what users run; by default the servers run src/ through tsx,
+ * whose `keepNames` helpers add a call to every function the gate makes per request).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
@@ -38,7 +40,13 @@ const redis = await startRedis()
 const serverScript = new URL('./overhead-server.ts', import.meta.url).pathname
 const serverArgs = ['--import', 'tsx']
 if (process.env.CPU_PROF) serverArgs.push('--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF)
-const serverEnv = { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_ENV: 'production' }
+const serverEnv: NodeJS.ProcessEnv = { ...process.env, BENCH_REDIS_PORT: String(redis.port), NODE_ENV: 'production' }
+if (process.env.BUILT === '1') {
+  const root = new URL('..', import.meta.url).pathname
+  execFileSync('npx', ['tsup', '--silent'], { cwd: root, stdio: 'inherit' })
+  serverEnv.AIRLOCK_SRC = join(root, 'dist')
+}
+const measured = serverEnv.AIRLOCK_SRC ?? 'src/ (tsx)'
 
 interface Target {
   port: number
@@ -119,11 +127,11 @@ function load(name: string, seconds: number, headers: Record<string, string>): P
   return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers })
 }
 
-/** CPU time (user + system, µs) used so far by a scenario's server process. */
-function serverCpu(name: string): Promise<number> {
+/** CPU time (µs) used so far by a scenario's server process: user + system, and user alone. */
+function serverCpu(name: string): Promise<{ total: number; user: number }> {
   const server = targets[name]!.server
   return new Promise((resolve) => {
-    server.once('message', (u: NodeJS.CpuUsage) => resolve(u.user + u.system))
+    server.once('message', (u: NodeJS.CpuUsage) => resolve({ total: u.user + u.system, user: u.user }))
     server.send('cpu')
   })
 }
@@ -155,6 +163,8 @@ interface Sample {
   meanLatency: number
   /** Server CPU µs per request. */
   cpu: number
+  /** Server user CPU µs per request: the JavaScript's work (system time is mostly the kernel writing to sockets). */
+  userCpu: number
   /** redis-server CPU µs per request. */
   redisCpu: number
   non2xx: number
@@ -181,7 +191,8 @@ for (let round = 0; round < ROUNDS; round++) {
       p50: r.latency.p50,
       p99: r.latency.p99,
       meanLatency: r.latency.average,
-      cpu: (cpu1 - cpu0) / n,
+      cpu: (cpu1.total - cpu0.total) / n,
+      userCpu: (cpu1.user - cpu0.user) / n,
       redisCpu: (rcpu1 - rcpu0) / n,
       non2xx: r.non2xx,
       errors: r.errors + r.timeouts,
@@ -199,6 +210,7 @@ const rows = Object.entries(samples).map(([name, ss]) => ({
   p99: mean(ss.map((s) => s.p99)),
   meanLatency: mean(ss.map((s) => s.meanLatency)),
   cpu: median(ss.map((s) => s.cpu)),
+  userCpu: median(ss.map((s) => s.userCpu)),
   redisCpu: median(ss.map((s) => s.redisCpu)),
   non2xx: ss.reduce((a, s) => a + s.non2xx, 0),
   errors: ss.reduce((a, s) => a + s.errors, 0),
@@ -223,6 +235,7 @@ function perRequest(ss: Sample[]): Record<string, { perRequest: number; usecPerC
       .map(([k, v]) => [k, { perRequest: v.calls / requests, usecPerCall: v.usec / v.calls }]),
   )
 }
+const percent = (x: number): string => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %` : '-')
 const bare = (framework: string) => rows.find((r) => r.framework === framework && r.name.endsWith(' bare'))
 const table = rows.map((r) => {
   const b = bare(r.framework)
@@ -230,13 +243,16 @@ const table = rows.map((r) => {
     ...r,
     ratio: b ? r.rps / b.rps : NaN,
     cpuRatio: b ? b.cpu / r.cpu : NaN,
+    /** The scenario's server CPU per request over the bare app's, as a cost: 0.05 = 5 % more. */
+    cpuCost: b ? r.cpu / b.cpu - 1 : NaN,
+    userCost: b ? r.userCpu / b.userCpu - 1 : NaN,
   }
 })
 
 const m = machine(await redisVersion(redisClient))
-console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections\n`)
+console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; measured: ${measured}\n`)
 const markdown = markdownTable(
-  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
+  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>user CPU µs/req', '>user CPU over bare', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
   table.map((r) => [
     r.name,
     Math.round(r.rps),
@@ -246,6 +262,9 @@ const markdown = markdownTable(
     fixed(r.meanLatency, 2),
     fixed(r.cpu, 1),
     fixed(r.cpuRatio, 2),
+    percent(r.cpuCost),
+    fixed(r.userCpu, 1),
+    percent(r.userCost),
     fixed(r.redisCpu, 1),
     r.non2xx + r.errors,
     r.runs.join(' / '),
@@ -255,6 +274,7 @@ console.log(markdown)
 console.log(
   '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express; fetch, Hono, Koa likewise).' +
     "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
+    "\nCPU over bare = this scenario's server CPU per request / the bare app's - 1; user CPU: the same, user time only (the JavaScript's work; the system time, mostly the kernel writing to the sockets, grows when a slower server leaves the load generator idle between answers)." +
     '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
 )
 console.log('\nRedis commands per request (server-side µs per call, INFO commandstats):')
@@ -266,7 +286,7 @@ for (const r of table) {
 for (const r of table) if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
 const file = writeResults('overhead', {
   machine: m,
-  settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, compare },
+  settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, compare, measured },
   rows: table,
   markdown,
   elapsedSeconds: (Date.now() - started) / 1000,

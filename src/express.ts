@@ -2,13 +2,13 @@
  * `airlock-shield/express`: the Express 4/5 middleware. It only translates the gate's decisions
  * into responses, and in request mode releases the slot once the handler's work is over.
  */
-import { IncomingMessage, type ServerResponse } from 'node:http'
+import { IncomingMessage, ServerResponse } from 'node:http'
 import { AirlockError } from './base/errors.js'
 import { varyWith } from './base/http.js'
 import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, handleFor, cookieList, runCommand } from './gate/handle.js'
-import type { AirlockHandle, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
+import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
 import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
 /** The parts of an Express 4/5 request the middleware reads (express's `Request` fits). */
@@ -51,12 +51,39 @@ function isSecure(req: ExpressLikeRequest): boolean {
 
 const FOLD_CASE: RoutingRules = { foldCase: true }
 
-function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, req: Req, res: ExpressLikeResponse): AirlockHandle {
+/**
+ * The gate's view of an Express request. `secure`, `ip` and `routing` are read when the gate needs
+ * them: Express's `req.secure` and `req.ip` parse the forwarding headers on each read, and a pass
+ * holder's decision needs none of them (reading them cost it about 3 µs a request).
+ */
+class ExpressView<Req extends ExpressLikeRequest> implements RequestView<Req> {
+  readonly method: string
+  readonly url: string
+  readonly headers: Req['headers']
+  #secure: boolean | undefined
+  constructor(readonly request: Req) {
+    this.method = request.method ?? 'GET'
+    this.url = request.originalUrl ?? request.url ?? '/'
+    this.headers = request.headers
+  }
+  get secure(): boolean {
+    return (this.#secure ??= isSecure(this.request))
+  }
+  get ip(): string | undefined {
+    return this.request.ip ?? this.request.socket?.remoteAddress
+  }
+  /** Express routes without regard to case unless told otherwise (and, unless `strict`, ignores a trailing slash, which the bypass rules always allow for). */
+  get routing(): RoutingRules | undefined {
+    return this.request.app?.get?.('case sensitive routing') === true ? undefined : FOLD_CASE
+  }
+}
+
+function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, view: ExpressView<Req>, res: ExpressLikeResponse): AirlockHandle {
   const jar = {
     get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
     set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
   }
-  return handleFor(gate, d, jar, isSecure(req))
+  return handleFor(gate, d, jar, () => view.secure)
 }
 
 function appendCookie(res: ServerResponse, cookie: string): void {
@@ -88,29 +115,91 @@ function releaseWhenDone(req: IncomingMessage, res: ServerResponse, slot: Reques
   res.once('finish', () => void slot.release())
 }
 
+type CommandRunner = (value: string | number | string[]) => void
+
+/**
+ * A gated response's runner, until its head is written (see {@link watchCommand}): a property of
+ * the response (a `WeakMap` entry per response cost more), named by a registered symbol so that two
+ * copies of the package in one process (its ESM and CommonJS builds) share it with the one hook.
+ */
+const COMMAND = Symbol.for('airlock-shield.command')
+const HOOKED = Symbol.for('airlock-shield.command-hook')
+type Commanded = ServerResponse & { [COMMAND]?: CommandRunner | undefined }
+
+/** Takes `Airlock-Command` out of the response's headers and out of `writeHead`'s own (an object, or a flat [name, value, ...] list). */
+function takeCommand(res: ServerResponse, args: unknown[], run: CommandRunner): void {
+  const given = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null) as Record<string, string> | string[] | undefined
+  let value = res.getHeader(COMMAND_HEADER)
+  if (value !== undefined) res.removeHeader(COMMAND_HEADER)
+  if (Array.isArray(given)) {
+    const at = given.findIndex((v, i) => i % 2 === 0 && String(v).toLowerCase() === COMMAND_HEADER)
+    if (at >= 0) value = given.splice(at, 2)[1]
+  } else if (given !== undefined) {
+    for (const k of Object.keys(given)) {
+      if (k.toLowerCase() !== COMMAND_HEADER) continue
+      value = given[k]
+      delete given[k]
+    }
+  }
+  if (value !== undefined) run(value)
+}
+
+/**
+ * Where the shared hook goes: the last prototype of `res` before Node's `ServerResponse.prototype`
+ * (Express's response object, the prototype of every app's `app.response`); `undefined` for a plain
+ * Node response.
+ */
+function hookTarget(res: ServerResponse): object | undefined {
+  let p = Object.getPrototypeOf(res) as object | null
+  if (p === ServerResponse.prototype) return undefined
+  while (p !== null) {
+    const up = Object.getPrototypeOf(p) as object | null
+    if (up === ServerResponse.prototype) return p
+    p = up
+  }
+  return undefined
+}
+
+/** A `writeHead` on `target` that acts on the response's runner, then calls the one it hides (read at call time). */
+function installHook(target: object): void {
+  const own = Object.hasOwn(target, 'writeHead') ? (target as ServerResponse).writeHead : undefined
+  Object.defineProperty(target, 'writeHead', {
+    configurable: true,
+    writable: true,
+    value: function writeHead(this: ServerResponse, ...args: unknown[]) {
+      const run = (this as Commanded)[COMMAND]
+      if (run !== undefined) {
+        ;(this as Commanded)[COMMAND] = undefined
+        takeCommand(this, args, run)
+      }
+      const inner = own ?? (Object.getPrototypeOf(target) as ServerResponse).writeHead
+      return (inner as (...a: unknown[]) => ServerResponse).apply(this, args)
+    },
+  })
+  Object.defineProperty(target, HOOKED, { value: true })
+}
+
 /**
  * `Airlock-Command: release` set by a route: acted on (`run`) and removed just before the headers
  * are written (an explicit `writeHead` or the implicit one of the first write), never sent.
+ *
+ * On Express the `writeHead` that reads it is installed once, on Express's response object (every
+ * Express response passes through it; those without a runner pay one property read), and each
+ * gated response only registers its runner: an own `writeHead` assigned to every response (as
+ * `on-headers` does) cost the pass holders' requests about 15 % of bare Express's server CPU
+ * (bench/overhead.ts). A response without Express's prototype gets its own `writeHead`.
  */
-function watchCommand(res: ServerResponse, run: (value: string | number | string[]) => void): void {
+function watchCommand(res: ServerResponse, run: CommandRunner): void {
+  const target = hookTarget(res)
+  if (target !== undefined) {
+    if (!Object.hasOwn(target, HOOKED)) installHook(target)
+    ;(res as Commanded)[COMMAND] = run
+    return
+  }
   const writeHead = res.writeHead
   res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
     res.writeHead = writeHead
-    // Headers given to writeHead itself: an object, or a flat [name, value, ...] list.
-    const given = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null) as Record<string, string> | string[] | undefined
-    let value = res.getHeader(COMMAND_HEADER)
-    if (value !== undefined) res.removeHeader(COMMAND_HEADER)
-    if (Array.isArray(given)) {
-      const at = given.findIndex((v, i) => i % 2 === 0 && String(v).toLowerCase() === COMMAND_HEADER)
-      if (at >= 0) value = given.splice(at, 2)[1]
-    } else if (given !== undefined) {
-      for (const k of Object.keys(given)) {
-        if (k.toLowerCase() !== COMMAND_HEADER) continue
-        value = given[k]
-        delete given[k]
-      }
-    }
-    if (value !== undefined) run(value)
+    takeCommand(this, args, run)
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args)
   } as ServerResponse['writeHead']
 }
@@ -131,10 +220,11 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
   }
   const gate = createGate<Req>(options)
 
-  const apply = (req: Req, res: ExpressLikeResponse, next: (err?: unknown) => void, d: GateDecision): void => {
+  const apply = (view: ExpressView<Req>, res: ExpressLikeResponse, next: (err?: unknown) => void, d: GateDecision): void => {
+    const req = view.request
     if (d.kind !== 'bypass') {
       if (res.locals === undefined) res.locals = {}
-      const airlock = control(gate, d, req, res)
+      const airlock = control(gate, d, view, res)
       res.locals.airlock = airlock
       if (d.response === undefined) watchCommand(res, (value) => runCommand(gate, airlock, value))
     }
@@ -159,19 +249,10 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
   }
 
   const middleware = (req: Req, res: ExpressLikeResponse, next: (err?: unknown) => void): void => {
-    const d = gate.decide({
-      method: req.method ?? 'GET',
-      url: req.originalUrl ?? req.url ?? '/',
-      headers: req.headers,
-      secure: isSecure(req),
-      ip: req.ip ?? req.socket?.remoteAddress,
-      // Express routes without regard to case unless told otherwise (and, unless `strict`, ignores
-      // a trailing slash, which the bypass rules always allow for).
-      routing: req.app?.get?.('case sensitive routing') === true ? undefined : FOLD_CASE,
-      request: req,
-    })
-    if (d instanceof Promise) d.then((decision) => apply(req, res, next, decision), next)
-    else apply(req, res, next, d)
+    const view = new ExpressView(req)
+    const d = gate.decide(view)
+    if (d instanceof Promise) d.then((decision) => apply(view, res, next, decision), next)
+    else apply(view, res, next, d)
   }
   return Object.assign(middleware, { gate, close: () => gate.close() })
 }

@@ -8,7 +8,7 @@
 import { createGate, type Gate } from './gate/gate.js'
 import { NO_HANDLE } from './gate/handle.js'
 import type { AirlockHandle, GateOptions } from './gate/types.js'
-import { check, defaultAddress, type WebAnswer } from './fetch/web.js'
+import { check, defaultAddress, nodeHeaders, type WebAnswer } from './fetch/web.js'
 import { webOptions, type WebOptions } from './fetch/options.js'
 
 export { WebAnswer } from './fetch/web.js'
@@ -55,16 +55,19 @@ export interface FetchAirlock {
 export function airlock(options?: FetchAirlockOptions): FetchAirlock {
   const { gateOptions, clientAddress, trustProxy } = webOptions('airlock (fetch)', options)
   const gate = createGate<Request>(gateOptions)
-  const answers = new WeakMap<Request, FetchAnswer>()
+  // The answer of a request being handled, for handle(request): a property of the request, not a
+  // WeakMap entry (a WeakMap of every request in flight cost the garbage collector on each request).
+  const ANSWER = Symbol('airlock-shield.answer')
+  type Answered = Request & { [ANSWER]?: FetchAnswer }
 
   const decide = (request: Request, context: unknown[]): FetchAnswer | Promise<FetchAnswer> => {
     const ip = clientAddress === undefined ? defaultAddress(request, context[0], trustProxy) : clientAddress(request, ...context)
-    return check(gate, request, request, ip, trustProxy)
+    return check(gate, request, request, ip, trustProxy, nodeHeaders(context[0]))
   }
 
   const run = <Context extends unknown[]>(handler: FetchHandler<Context>, answer: FetchAnswer, request: Request, context: Context): Response | Promise<Response> => {
     if (answer.response !== undefined) return answer.response
-    if (answer.decision.kind !== 'bypass') answers.set(request, answer)
+    if (answer.decision.kind !== 'bypass') (request as Answered)[ANSWER] = answer
     let response: Response | Promise<Response>
     try {
       response = handler(request, ...context)
@@ -91,7 +94,7 @@ export function airlock(options?: FetchAirlockOptions): FetchAirlock {
         const answer = decide(request, context)
         return answer instanceof Promise ? answer.then((a) => run(handler, a, request, context)) : run(handler, answer, request, context)
       },
-    handle: (request) => answers.get(request)?.airlock ?? NO_HANDLE,
+    handle: (request) => (request as Answered)[ANSWER]?.airlock ?? NO_HANDLE,
     close: () => gate.close(),
   }
 }

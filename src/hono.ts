@@ -6,7 +6,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { createGate, type Gate } from './gate/gate.js'
 import type { AirlockHandle, GateOptions } from './gate/types.js'
-import { check, defaultAddress } from './fetch/web.js'
+import { check, defaultAddress, nodeHeaders } from './fetch/web.js'
 import { webOptions, type WebOptions } from './fetch/options.js'
 
 /** The context variable the middleware sets: `c.get('airlock')` (or `c.var.airlock`). */
@@ -40,7 +40,7 @@ export function airlock(options?: HonoAirlockOptions): HonoAirlock {
   const middleware: MiddlewareHandler<{ Variables: AirlockVariables }> = async (c, next) => {
     const request = c.req.raw
     const ip = clientAddress === undefined ? defaultAddress(request, c.env, trustProxy) : clientAddress(c)
-    const decided = check(gate, request, c as Context, ip, trustProxy)
+    const decided = check(gate, request, c as Context, ip, trustProxy, nodeHeaders(c.env))
     const answer = decided instanceof Promise ? await decided : decided
     if (answer.response !== undefined) return answer.response
     c.set('airlock', answer.airlock)

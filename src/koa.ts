@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http'
 import type Koa from 'koa'
 import { createGate, type Gate } from './gate/gate.js'
 import { COMMAND_HEADER, cookieList, handleFor, runCommand } from './gate/handle.js'
-import type { AirlockHandle, GateDecision, GateOptions, RequestSlot } from './gate/types.js'
+import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
 
 declare module 'koa' {
   interface DefaultState {
@@ -25,6 +25,29 @@ export interface KoaAirlock {
   (ctx: KoaContext, next: () => Promise<unknown>): Promise<void>
   readonly gate: Gate<KoaContext>
   close(): Promise<void>
+}
+
+/**
+ * The gate's view of a Koa request: `secure` and `ip` are Koa's getters (they read the forwarding
+ * headers when `app.proxy` is on), read only when the gate needs them; a pass holder's decision
+ * needs neither.
+ */
+class KoaView implements RequestView<KoaContext> {
+  readonly method: string
+  readonly url: string
+  readonly headers: KoaContext['req']['headers']
+  readonly routing = undefined
+  constructor(readonly request: KoaContext) {
+    this.method = request.method
+    this.url = request.originalUrl
+    this.headers = request.req.headers
+  }
+  get secure(): boolean {
+    return this.request.secure
+  }
+  get ip(): string {
+    return this.request.ip
+  }
 }
 
 /** Calls `done` once the response is over: at once when it already is, else when it finishes or its connection closes. */
@@ -59,7 +82,7 @@ export function airlock(options?: GateOptions<KoaContext>): KoaAirlock {
   const gate = createGate<KoaContext>(options)
 
   const middleware = async (ctx: KoaContext, next: () => Promise<unknown>): Promise<void> => {
-    const decided = gate.decide({ method: ctx.method, url: ctx.originalUrl, headers: ctx.req.headers, secure: ctx.secure, ip: ctx.ip, routing: undefined, request: ctx })
+    const decided = gate.decide(new KoaView(ctx))
     const d = decided instanceof Promise ? await decided : decided
     const res = ctx.res
     if (d.setCookie !== undefined) ctx.append('set-cookie', d.setCookie)
@@ -70,7 +93,7 @@ export function airlock(options?: GateOptions<KoaContext>): KoaAirlock {
         get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
         set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
       }
-      ctx.state.airlock = handle = handleFor(gate, d, jar, ctx.secure)
+      ctx.state.airlock = handle = handleFor(gate, d, jar, () => ctx.secure)
     }
     if (d.kind === 'admit' && d.headers !== undefined) for (const [k, v] of Object.entries(d.headers)) ctx.append(k, v)
     const slot: RequestSlot | undefined = d.kind === 'admit' ? d.slot : undefined

@@ -84,6 +84,16 @@ export function defaultAddress(request: Request, bindings: unknown, trustProxy: 
   return incoming?.socket?.remoteAddress
 }
 
+/**
+ * `@hono/node-server`'s Node request headers (its handler's second argument, `{ incoming }`), when
+ * there: the gate reads them as they are, without making the `Request` build its `Headers` from
+ * them (most of what gating a pass holder cost on that server).
+ */
+export function nodeHeaders(bindings: unknown): RequestView['headers'] | undefined {
+  const headers = (bindings as { incoming?: { headers?: unknown } } | null | undefined)?.incoming?.headers
+  return typeof headers === 'object' && headers !== null ? (headers as RequestView['headers']) : undefined
+}
+
 /** The gate's answer as a `Response`, with the decision's cookie. `HEAD`: the headers of the `GET` answer, no body. */
 export function toResponse(r: GateResponse, setCookie: string | undefined, method: string): Response {
   const headers = new Headers(r.headers)
@@ -241,10 +251,21 @@ export class WebAnswer<Req = unknown> {
   }
 }
 
-/** Decides `request` (`req`: what `skip`, `nonce`, `busyPage` and `clientKey` are given). Synchronous for pass holders. */
-export function check<Req>(gate: Gate<Req>, request: Request, req: Req, ip: string | undefined, trustProxy: boolean): WebAnswer<Req> | Promise<WebAnswer<Req>> {
+/**
+ * Decides `request` (`req`: what `skip`, `nonce`, `busyPage` and `clientKey` are given). Synchronous
+ * for pass holders. `headers`: the same request's headers as a plain object, when the server has
+ * them (see {@link nodeHeaders}); else they are read from `request.headers`.
+ */
+export function check<Req>(
+  gate: Gate<Req>,
+  request: Request,
+  req: Req,
+  ip: string | undefined,
+  trustProxy: boolean,
+  headers?: RequestView['headers'],
+): WebAnswer<Req> | Promise<WebAnswer<Req>> {
   const secure = isSecure(request, trustProxy)
-  const view: RequestView<Req> = { method: request.method, url: pathOf(request.url), headers: new HeaderView(request.headers), secure, ip, routing: undefined, request: req }
+  const view: RequestView<Req> = { method: request.method, url: pathOf(request.url), headers: headers ?? new HeaderView(request.headers), secure, ip, routing: undefined, request: req }
   const d = gate.decide(view)
   return d instanceof Promise ? d.then((x) => new WebAnswer(gate, x, request, secure)) : new WebAnswer(gate, d, request, secure)
 }

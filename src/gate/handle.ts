@@ -18,9 +18,10 @@ export interface CookieJar {
 /**
  * The route's view of a decision. `release()` ends what it holds: a request-mode slot now, or a
  * visitor's pass (its slot is freed and, while the headers are not sent, the response clears the
- * cookie, replacing any pass cookie set earlier in this response). Never rejects.
+ * cookie, replacing any pass cookie set earlier in this response). Never rejects. `secure`: whether
+ * the request came over HTTPS, or how to tell (read only when a cookie is cleared).
  */
-export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean): AirlockHandle {
+export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean | (() => boolean)): AirlockHandle {
   return {
     decision,
     release() {
@@ -28,7 +29,7 @@ export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: Coo
         const current = jar.get()
         if (current !== undefined) {
           const prefix = `${gate.cookieName}=`
-          jar.set([...current.filter((c) => !c.startsWith(prefix)), gate.clearCookie(secure)])
+          jar.set([...current.filter((c) => !c.startsWith(prefix)), gate.clearCookie(typeof secure === 'boolean' ? secure : secure())])
         }
       }
       return gate.release(decision)
