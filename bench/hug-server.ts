@@ -89,7 +89,8 @@ const PAGE = `<!doctype html><title>Drop</title><h1>The product page</h1><p>${'L
 function ticketId(cookies: string | string[] | number | undefined): string | undefined {
   const list = Array.isArray(cookies) ? cookies : typeof cookies === 'string' ? cookies.split(/;\s*/) : []
   for (const c of list) {
-    const m = /(?:^|;\s*)airlock_ticket=t1~[^~]+~([^~;]+)~/.exec(c)
+    // `airlock_ticket` for the default gate, `airlock_ticket_<name>` for a named one (these are).
+    const m = /(?:^|;\s*)airlock_ticket(?:_[A-Za-z0-9_-]+)?=t1~[^~]+~([^~;]+)~/.exec(c)
     if (m) return m[1]
   }
   return undefined
@@ -114,8 +115,12 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
     app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
       const issued = reply.statusCode === 202 ? ticketId(reply.getHeader('set-cookie')) : undefined
       if (issued !== undefined) c.arrivals.push(issued)
-      const d = reply.airlock.decision
-      if (d?.kind === 'admit' && d.reason === 'line') {
+      // Let in from the line: on a page load (the decision goes on to the route), or on a poll,
+      // which the gate answers itself (200, with the pass; the route never runs, so no decision is
+      // on the reply).
+      const d = reply.airlock?.decision
+      const admittedPoll = request.headers['x-airlock-poll'] !== undefined && reply.statusCode === 200
+      if ((d?.kind === 'admit' && d.reason === 'line') || admittedPoll) {
         const id = ticketId(request.headers.cookie)
         if (id !== undefined) c.admissions.push(id)
       }

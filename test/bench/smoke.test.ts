@@ -104,5 +104,10 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       expect(x.backend.errors500, x.label).toBe(0)
     }
     expect(requestRows.find((x: { app: string }) => x.app === 'request-memory').backend.failOpen).toBe(0)
+    // The server side of the line's order reads each visitor's ticket (a named gate's cookie is
+    // `airlock_ticket_<name>`): every visitor who was given a place is seen taking it.
+    const line = r.rows.find((y: { app: string }) => y.app === 'queue-redis').queue
+    expect(line.queuedVisitors).toBeGreaterThan(0)
+    expect(line.arrivals).toBeGreaterThan(0)
   })
 })
