@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { AirlockError } from './errors.js'
 
 /** Optional peer dependencies, loaded only by the features that need them. */
-export type Peer = 'ioredis' | 'fastify' | 'undici' | 'prom-client'
+export type Peer = 'ioredis' | 'redis' | 'fastify' | 'undici' | 'prom-client'
 
 const requireHere = createRequire(import.meta.url)
 
