@@ -77,7 +77,7 @@ async function fastifySite(setup?: (app: FastifyInstance) => Promise<void>): Pro
   return { framework: 'fastify', port: (app.server.address() as { port: number }).port, close: () => app.close() }
 }
 
-async function expressSite(setup?: (app: express.Express) => AirlockMiddleware): Promise<Omit<App, 'pass'>> {
+async function expressSite(setup?: (app: express.Express) => AirlockMiddleware | undefined): Promise<Omit<App, 'pass'>> {
   const app = express()
   const gate = setup?.(app)
   app.get('/', (_req, res) => {
@@ -117,25 +117,39 @@ const honoAirlock = () => from<typeof HonoAirlock>('hono', 'airlock')
 const koaAirlock = () => from<typeof KoaAirlock>('koa', 'airlock')
 
 /** A plain fetch handler on @hono/node-server (no framework): as `Bun.serve` or `Deno.serve` would be given it. */
-async function fetchSite(gate?: ReturnType<typeof FetchAirlock>): Promise<Omit<App, 'pass'>> {
+async function fetchSite(gate?: Pick<ReturnType<typeof FetchAirlock>, 'wrap'> & Partial<Pick<ReturnType<typeof FetchAirlock>, 'close'>>): Promise<Omit<App, 'pass'>> {
   const hello = (_request: Request, _env: unknown): Response => new Response('hello world')
-  return served('fetch', createAdaptorServer({ fetch: gate ? gate.wrap(hello) : hello }) as Server, gate)
+  return served('fetch', createAdaptorServer({ fetch: gate ? gate.wrap(hello) : hello }) as Server, gate?.close ? { close: gate.close } : undefined)
 }
 
-async function honoSite(gate?: ReturnType<typeof HonoAirlock>): Promise<Omit<App, 'pass'>> {
+// The floor under each gate row: a middleware of the same shape that does nothing, so a row can be
+// read against what any middleware costs on that framework (the gate's own cost is the difference).
+const emptyFetchWrap = { wrap: <C extends unknown[]>(h: (r: Request, ...c: C) => Response | Promise<Response>) => (r: Request, ...c: C) => h(r, ...c) }
+const emptyHono = async (_c: unknown, next: () => Promise<void>): Promise<void> => {
+  await next()
+}
+const emptyKoa = async (_ctx: unknown, next: () => Promise<unknown>): Promise<void> => {
+  await next()
+}
+async function emptyFastifyHooks(app: FastifyInstance): Promise<void> {
+  app.addHook('onRequest', (_request, _reply, done) => done())
+  app.addHook('onSend', (_request, _reply, payload, done) => done(null, payload))
+}
+
+async function honoSite(gate?: ReturnType<typeof HonoAirlock> | typeof emptyHono): Promise<Omit<App, 'pass'>> {
   const app = new Hono()
-  if (gate) app.use(gate)
+  if (gate) app.use(gate as ReturnType<typeof HonoAirlock>)
   app.get('/', (c) => c.text('hello world'))
-  return served('hono', createAdaptorServer({ fetch: app.fetch }) as Server, gate)
+  return served('hono', createAdaptorServer({ fetch: app.fetch }) as Server, gate === emptyHono ? undefined : (gate as ReturnType<typeof HonoAirlock> | undefined))
 }
 
-async function koaSite(gate?: ReturnType<typeof KoaAirlock>): Promise<Omit<App, 'pass'>> {
+async function koaSite(gate?: ReturnType<typeof KoaAirlock> | typeof emptyKoa): Promise<Omit<App, 'pass'>> {
   const app = new Koa()
-  if (gate) app.use(gate)
+  if (gate) app.use(gate as ReturnType<typeof KoaAirlock>)
   app.use((ctx) => {
     if (ctx.path === '/') ctx.body = 'hello world'
   })
-  return served('koa', createServer(app.callback()), gate)
+  return served('koa', createServer(app.callback()), gate === emptyKoa ? undefined : (gate as ReturnType<typeof KoaAirlock> | undefined))
 }
 
 function use(app: express.Express, gate: AirlockMiddleware): AirlockMiddleware {
@@ -160,6 +174,7 @@ async function redisSemaphoreGate(app: FastifyInstance): Promise<void> {
 /** name → [pass cookie needed, how to build it]. Insertion order is the alternation order. */
 const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   'fastify bare': [false, () => fastifySite()],
+  'fastify + empty hooks (onRequest, onSend)': [false, () => fastifySite(emptyFastifyHooks)],
   'fastify + gate, pass holders, memory': [
     true,
     () => fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET }))),
@@ -221,6 +236,14 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
       }),
   ],
   'express bare': [false, () => expressSite()],
+  'express + empty middleware': [
+    false,
+    () =>
+      expressSite((app) => {
+        app.use((_req, _res, next) => next())
+        return undefined
+      }),
+  ],
   'express + gate, pass holders, memory': [
     true,
     () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: memoryStore(), secret: SECRET }))),
@@ -230,10 +253,13 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
     () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
   ],
   'fetch bare': [false, () => fetchSite()],
+  'fetch + empty wrapper': [false, () => fetchSite(emptyFetchWrap)],
   'fetch + gate, pass holders, memory': [true, async () => fetchSite((await fetchAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
   'hono bare': [false, () => honoSite()],
+  'hono + empty middleware': [false, () => honoSite(emptyHono)],
   'hono + gate, pass holders, memory': [true, async () => honoSite((await honoAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
   'koa bare': [false, () => koaSite()],
+  'koa + empty middleware': [false, () => koaSite(emptyKoa)],
   'koa + gate, pass holders, memory': [true, async () => koaSite((await koaAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
 }
 

@@ -236,6 +236,8 @@ function perRequest(ss: Sample[]): Record<string, { perRequest: number; usecPerC
   )
 }
 const percent = (x: number): string => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %` : '-')
+/** The framework's row with a middleware of the gate's shape that does nothing (bench/overhead-server.ts). */
+const empty = (framework: string) => rows.find((r) => r.framework === framework && / \+ empty /.test(r.name))
 const bare = (framework: string) => rows.find((r) => r.framework === framework && r.name.endsWith(' bare'))
 const table = rows.map((r) => {
   const b = bare(r.framework)
@@ -246,13 +248,18 @@ const table = rows.map((r) => {
     /** The scenario's server CPU per request over the bare app's, as a cost: 0.05 = 5 % more. */
     cpuCost: b ? r.cpu / b.cpu - 1 : NaN,
     userCost: b ? r.userCpu / b.userCpu - 1 : NaN,
+    /** Over the framework's empty middleware: what the gate costs beyond what any middleware there does. */
+    floorCost: (() => {
+      const f = empty(r.framework)
+      return f && f !== r && !r.name.endsWith(' bare') ? r.cpu / f.cpu - 1 : NaN
+    })(),
   }
 })
 
 const m = machine(await redisVersion(redisClient))
 console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; measured: ${measured}\n`)
 const markdown = markdownTable(
-  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>user CPU µs/req', '>user CPU over bare', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
+  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>CPU over empty middleware', '>user CPU µs/req', '>user CPU over bare', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
   table.map((r) => [
     r.name,
     Math.round(r.rps),
@@ -263,6 +270,7 @@ const markdown = markdownTable(
     fixed(r.cpu, 1),
     fixed(r.cpuRatio, 2),
     percent(r.cpuCost),
+    percent(r.floorCost),
     fixed(r.userCpu, 1),
     percent(r.userCost),
     fixed(r.redisCpu, 1),
@@ -274,6 +282,7 @@ console.log(markdown)
 console.log(
   '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express; fetch, Hono, Koa likewise).' +
     "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
+    "\nCPU over empty middleware = the same against the framework's row with a middleware of the gate's shape that does nothing (what any middleware costs there)." +
     "\nCPU over bare = this scenario's server CPU per request / the bare app's - 1; user CPU: the same, user time only (the JavaScript's work; the system time, mostly the kernel writing to the sockets, grows when a slower server leaves the load generator idle between answers)." +
     '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
 )

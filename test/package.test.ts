@@ -461,10 +461,12 @@ console.log('lock server ready')
       expect(npx(['exec', '--help']).stdout).toContain('--redis URL')
     })
 
-    it('--redis without ioredis: exit 69 and one line saying how to add it', () => {
+    it('--redis without a Redis client (neither ioredis nor node-redis): exit 69 and one line saying how to add one', () => {
       const run = npx(['exec', '--name', 'x', '--redis', 'redis://127.0.0.1:6399', '--', 'true'])
       expect(run.status).toBe(69)
-      expect(run.stderr).toContain('airlock: --redis needs the optional dependency ioredis, which is not installed: npm install ioredis\n')
+      expect(run.stderr).toContain(
+        'airlock: --redis needs a Redis client, and neither ioredis nor redis (node-redis) is installed: npm install ioredis (or: npm install redis)\n',
+      )
     })
 
     it('serve without fastify: exit 69 and one line saying how to add it', () => {

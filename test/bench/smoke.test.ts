@@ -10,12 +10,13 @@ import { json, row, runBench } from './run.js'
 requireRedis()
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
-  it('overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers', { timeout: 180_000 }, async () => {
-    // 19 servers one after the other, each started, warmed and measured: about a minute alone, more beside the other files.
-    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' }, 170_000)
+  it("overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers and each framework's empty middleware", { timeout: 240_000 }, async () => {
+    // 24 servers one after the other, each started, warmed and measured: about a minute alone, more beside the other files.
+    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' }, 230_000)
     expect(code, out).toBe(0)
     const names = [
       'fastify bare',
+      'fastify + empty hooks (onRequest, onSend)',
       'fastify + gate, pass holders, memory',
       'fastify + gate, pass holders, memory, prometheus metrics',
       'fastify + gate, pass holders, memory, channel subscriber',
@@ -26,13 +27,17 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       'fastify + @fastify/under-pressure',
       'fastify + @fastify/rate-limit, redis',
       'express bare',
+      'express + empty middleware',
       'express + gate, pass holders, memory',
       'express + gate, pass holders, redis',
       'fetch bare',
+      'fetch + empty wrapper',
       'fetch + gate, pass holders, memory',
       'hono bare',
+      'hono + empty middleware',
       'hono + gate, pass holders, memory',
       'koa bare',
+      'koa + empty middleware',
       'koa + gate, pass holders, memory',
     ]
     for (const name of names) expect(row(out, name), `row of ${name}`).toBeDefined()

@@ -378,7 +378,7 @@ end
 ${SHARE_FUNCTIONS}
 -- Frees token's live slot and remembers the release: 1, or 0 when it held none (an expired slot is
 -- purged with the others). Call expire_released and wake once after a batch.
--- Frees token's live slot: returns 1 and how long the slot was held (ms; -1 when its fence does not
+-- Frees token's live slot: returns 1 and how long the slot was held (ms; -2 when its fence does not
 -- tell: see purge_holders), or 0 when it held no live slot.
 local function release_slot(now, token)
   local exp = redis.call('ZSCORE', H, token)
@@ -393,7 +393,7 @@ local function release_slot(now, token)
   if store_used(tonumber(v[2] or '0') - w) > 0 then redis.call('HDEL', M, token) end
   remember_release(now, token)
   local held = now - math.floor(fence / 1000)
-  if fence < 1e15 or held < 0 then held = -1 end
+  if fence < 1e15 or held < 0 then held = -2 end
   return 1, held
 end
 `

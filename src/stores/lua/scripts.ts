@@ -270,10 +270,7 @@ return {now + ttl, fence}
 `,
 )
 
-/**
- * ARGV list: tokens (one or a batch). Returns per token how long the live slot it released was held
- * (ms, 0 or more; -2 when not known), or -1 when the token held no live slot.
- */
+/** ARGV list: tokens (one or a batch). Returns per token the ms its live slot was held (-2: not known), or -1 when it held none. */
 export const RELEASE = script(
   'release',
   { channel: 's' } as const,
@@ -283,13 +280,8 @@ local out = {}
 local any = false
 for i = REST, #ARGV do
   local freed, held = release_slot(now, ARGV[i])
-  if freed == 1 then
-    any = true
-    if held < 0 then held = -2 end
-    out[#out + 1] = held
-  else
-    out[#out + 1] = -1
-  end
+  if freed == 1 then any = true end
+  out[#out + 1] = freed == 1 and held or -1
 end
 if any then
   expire_released(now)
