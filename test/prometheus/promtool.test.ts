@@ -6,15 +6,13 @@
  */
 import { spawnSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
-import Fastify, { type FastifyInstance } from 'fastify'
-import { Registry } from 'prom-client'
+import { describe, expect, it } from 'vitest'
 import { airlockShield } from '../../src/fastify.js'
-import { airlockMetrics, type AirlockMetrics } from '../../src/prometheus.js'
-import { redisStore, type RedisStore } from '../../src/stores/redis.js'
+import { redisStore } from '../../src/stores/redis.js'
 import { airlockControl } from '../../src/core/control.js'
 import type { Gate } from '../../src/gate/gate.js'
-import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { closeAfterEach, metricsApp } from '../helpers/cleanup.js'
+import { redisAvailable, requireRedis, startRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { hit, nextAddress } from '../http/harness.js'
 import { until } from '../helpers/wait.js'
@@ -35,25 +33,12 @@ function keep(jar: Map<string, string>, setCookies: string[]): string {
 }
 
 describe.runIf(redisAvailable && hasPromtool)('promtool check metrics', () => {
-  let redis: PrivateRedis | undefined
-  let store: RedisStore | undefined
-  let metrics: AirlockMetrics | undefined
-  let app: FastifyInstance | undefined
-  afterEach(async () => {
-    metrics?.stop()
-    await app?.close()
-    await store?.close()
-    await redis?.stop()
-    metrics = app = store = redis = undefined
-  })
+  const own = closeAfterEach()
 
   it('passes with no lint warning on every metric of gates with every feature on', async () => {
-    redis = await startRedis()
-    store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 500 })
-    const registry = new Registry()
-    metrics = airlockMetrics({ registry, statusCacheMs: 0 })
-    app = Fastify({ forceCloseConnections: true })
-    app.get('/metrics', { config: { airlock: false } }, async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()))
+    const redis = own(await startRedis(), (r) => r.stop())
+    const store = own(redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 500 }), (s) => s.close())
+    const { app } = metricsApp(own)
     const common = { store, secret: SECRET, logger: recordingLogger() }
     // The line (limit 1, fast polls) and the adaptive limit; the door and request mode on their own routes.
     await app.register(airlockShield, { ...common, name: 'promtool', limit: { min: 1, max: 1 }, queue: { pollInterval: 100 } })
