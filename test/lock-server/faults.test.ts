@@ -167,7 +167,11 @@ for (const target of targets) {
         const abused = await round(true)
         console.log(`lock service on ${target.label}: two honest clients took ${clean} locks in 6 s alone, ${abused} beside a client abandoning a ticket a second`)
         expect(clean).toBeGreaterThan(20)
-        expect(abused).toBeGreaterThanOrEqual(clean * 0.75)
+        // Unprotected, abandoned tickets took the honest clients from 423 locks to 4 (the issue behind
+        // this); protected, the two rounds differ by a few percent on a quiet machine. The rounds run
+        // one after the other, so a loaded box can slow one more than the other: half is the margin
+        // (a clean-clone CI run once saw 121 against 172 on Redis, and 162 against 130 on memory).
+        expect(abused).toBeGreaterThanOrEqual(clean * 0.5)
       } finally {
         await svc.close()
         await store.close()
