@@ -5,7 +5,7 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard, type Dashboard } from '../dashboard/server.js'
-import { flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, trustFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -18,6 +18,7 @@ const FLAGS: FlagSpec[] = [
     --port N        port to listen on (default 9090)
     --host ADDRESS  address to listen on (default 127.0.0.1)
     --read-only     show the gates without the live controls
+    --trust-proxy ADDRESSES  your proxies in front (addresses, CIDRs, loopback, comma-separated, or all): wrong tokens are slowed down per visitor behind them
   `),
   PREFIX_FLAG,
   HELP_FLAG,
@@ -30,7 +31,8 @@ admitted and busy per second, ETA, store latency, breakers, instances, the last 
 charts, and the live controls (limit, mode, admission rate, opening time).
 
 The token comes from the environment only: ${TOKEN_ENV} (at least 16 characters). Open
-http://HOST:PORT/?token=TOKEN once (it becomes an HttpOnly cookie), or send Authorization: Bearer TOKEN.
+http://HOST:PORT/ and paste it in the form (it becomes an HttpOnly cookie), or send Authorization:
+Bearer TOKEN. With $AIRLOCK_SECRET (the gates' secret) the cookie is good after a restart too.
 
 Options:
 ${flagHelp(FLAGS)}
@@ -59,11 +61,13 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
   if (token === undefined || token.length < 16) {
     throw new CliError(EXIT.CONFIG, `${token === undefined ? 'no' : 'a too short'} dashboard token: set ${TOKEN_ENV} (16+ characters), e.g. ${TOKEN_ENV}=$(openssl rand -hex 24)`)
   }
+  const trustProxy = flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined
   const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
   try {
     let dashboard: Dashboard
     try {
-      dashboard = createDashboard({ token, store: redis.store, names, controls: !flags.has('read-only'), logger: { info: (_o, m) => m && io.err(`${m}\n`), warn: (_o, m) => m && io.err(`${m}\n`) } })
+      const logger = { info: (_o: object, m?: string) => m && io.err(`${m}\n`), warn: (_o: object, m?: string) => m && io.err(`${m}\n`), error: (o: object, m?: string) => io.err(`${m} ${String((o as { err?: unknown }).err)}\n`) }
+      dashboard = createDashboard({ token, store: redis.store, names, controls: !flags.has('read-only'), trustProxy, secret: io.env.AIRLOCK_SECRET || undefined, logger })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
       throw err

@@ -1,8 +1,15 @@
 /**
- * Signing in to the dashboard without putting the token in a URL (issue 25): a small form that
- * POSTs it (the answer sets the dashboard cookie), and a per-client slow-down of failed attempts.
+ * Signing in to the dashboard: a small form that POSTs the token (the answer sets the dashboard
+ * cookie, so the token is never in a URL), the cookie itself, and a per-client slow-down of wrong
+ * tokens that never stands between the operator and the dashboard (issue 38).
+ *
+ * The cookie is an HMAC of the token under the dashboard's secret: it cannot be computed from a
+ * guessed token, so a request carrying a valid one is let in before any slow-down (guessing cookies
+ * is guessing 256 bits). A token (form, `Authorization: Bearer`, `?token=`) is checked only while
+ * its client is not slowed down, so a guesser gets a few tries a minute, and only its own client:
+ * clients are counted as the gate counts them (the address behind trusted proxies, an IPv6 /64).
  */
-import type { IncomingMessage } from 'node:http'
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import { BASE_STYLE, inlineHashes, pageCsp } from '../pages/csp.js'
 
 const STYLE = `${BASE_STYLE}input,button{font:inherit;padding:.4em .6em;margin:.3em}`
@@ -22,13 +29,46 @@ export function signInPage(wrong: boolean): string {
   )
 }
 
-/** The `token` field of a small `application/x-www-form-urlencoded` body, or `undefined`. */
-export async function postedToken(req: IncomingMessage): Promise<string | undefined> {
-  let body = ''
-  for await (const chunk of req) {
-    body += String(chunk)
-    if (body.length > 1024) return undefined
+/** The dashboard cookie's name. */
+export const COOKIE = 'airlock_dashboard'
+const COOKIE_VALUE = /(?:^|;\s*)airlock_dashboard=([0-9a-f]{64})/g
+
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
+
+/** The dashboard's credentials: the token, and the cookie it becomes. */
+export class Credentials {
+  readonly #expected: Buffer
+  readonly #cookies: Buffer[]
+  /** The cookie value an operator gets on signing in (the first secret's). */
+  readonly cookieValue: string
+
+  constructor(token: string, secrets: readonly string[]) {
+    this.#expected = digest(token)
+    const subject = `airlock-dashboard~${this.#expected.toString('hex')}`
+    this.#cookies = secrets.map((s) => Buffer.from(createHmac('sha256', s).update(subject).digest('hex'), 'latin1'))
+    this.cookieValue = this.#cookies[0]!.toString('latin1')
   }
+
+  /** Whether `presented` is the token (constant time: both sides hashed first, so not even the length leaks). */
+  token(presented: string): boolean {
+    return timingSafeEqual(digest(presented), this.#expected)
+  }
+
+  /** Whether a `Cookie` header carries a valid dashboard cookie (under any of the secrets). */
+  cookie(header: string | undefined): boolean {
+    if (header === undefined || !header.includes(COOKIE)) return false
+    for (const m of header.matchAll(COOKIE_VALUE)) {
+      const given = Buffer.from(m[1]!, 'latin1')
+      let ok = false
+      for (const c of this.#cookies) if (timingSafeEqual(c, given)) ok = true
+      if (ok) return true
+    }
+    return false
+  }
+}
+
+/** The `token` field of an `application/x-www-form-urlencoded` body, or `undefined`. */
+export function formToken(body: string): string | undefined {
   return new URLSearchParams(body).get('token') ?? undefined
 }
 
@@ -36,9 +76,9 @@ export async function postedToken(req: IncomingMessage): Promise<string | undefi
 const MAX_CLIENTS = 10_000
 
 /**
- * Failed sign-ins slowed down per client: after the n-th failure in a row, the client's next try is
- * answered `429` until 250 ms × 2^(n−1) have passed (at most a minute), whatever token it sends. A
- * success forgets the client. So guessing runs at a few tries a minute, not thousands a second.
+ * Wrong tokens slowed down per client: after the n-th in a row, the client's next try is answered
+ * `429` until 250 ms × 2^(n−1) have passed (at most a minute). A right token forgets the client.
+ * So guessing runs at a few tries a minute, not thousands a second.
  */
 export class SignInGuard {
   private readonly clients = new Map<string, { failures: number; until: number }>()

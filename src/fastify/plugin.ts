@@ -15,7 +15,7 @@ import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
 import { LEAVE_QUERY } from '../pages/left.js'
-import { COMMAND_HEADER, handleFor, cookieList, NO_HANDLE, runCommand } from '../gate/handle.js'
+import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, NO_HANDLE, runCommand } from '../gate/handle.js'
 import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { varyWith } from '../base/http.js'
@@ -152,8 +152,8 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
       // Session mode's hooks release no slot: a request let in on the local share (store down) frees its place when it closes.
       if (gate.mode === 'session') reply.raw.once('close', () => void d.slot!.release(reply.raw.statusCode >= 500))
       else watchAbort(request, reply, d.slot)
-      // An upgrade (@fastify/websocket) is a request that lasts: its slot is held until the socket closes.
-      if (request.raw.headers.upgrade !== undefined) request.raw.socket.once('close', () => void d.slot!.release())
+      // An upgrade (@fastify/websocket) is a request that lasts: its slot is kept alive until the socket closes.
+      if (request.raw.headers.upgrade !== undefined) holdWhileOpen(request.raw.socket, d.slot)
     }
     else if (gate.measures(d)) reply[s.since] = performance.now()
     done()
@@ -373,7 +373,7 @@ export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fas
   const { prefix: _p, logLevel: _l, ...rest } = options as DashboardOptions & { prefix?: unknown; logLevel?: unknown }
   const dashboard = createDashboard({ logger: fastify.log, ...rest })
   fastify.addHook('onClose', async () => dashboard.close())
-  // The dashboard reads its own bodies (4 KB of JSON at most).
+  // The dashboard reads its own bodies (src/base/body.ts: 4 KB at most, within 10 s).
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser('*', (_request, _payload, done) => done(null))
   const handler = (request: FastifyRequest, reply: FastifyReply): void => {
@@ -381,7 +381,7 @@ export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fas
     const raw = request.raw as IncomingMessage & { originalUrl?: string }
     raw.originalUrl = request.url
     raw.url = request.url.slice(fastify.prefix.length) || '/'
-    dashboard.handle(raw, reply.raw)
+    dashboard.handle(raw, reply.raw, request.ip)
   }
   // Fastify logs "incoming request" before any hook runs: the routes' own serializer leaves a
   // `?token=` link's token out of it.

@@ -11,6 +11,7 @@ import { memoryStore, type MemoryStore } from '../../src/stores/memory.js'
 import type { Store } from '../../src/stores/types.js'
 import { sleep, until } from '../helpers/wait.js'
 import { hit, nextAddress } from '../http/harness.js'
+import { cutOff, raw, statusOf } from '../helpers/hostile.js'
 
 const TOKEN = 'a-dashboard-token-for-tests'
 const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long'
@@ -169,6 +170,83 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
   })
 })
 
+describe.each(Object.keys(MOUNTS))('the dashboard in %s against hostile clients (issue 38)', (name) => {
+  it('a sign-in POST or a control POST cut off mid-body is dropped; the process goes on and answers', async () => {
+    const { base } = await MOUNTS[name]!()
+    const unhandled: unknown[] = []
+    const record = (reason: unknown): void => void unhandled.push(reason)
+    process.on('unhandledRejection', record)
+    try {
+      const form = { 'Content-Type': 'application/x-www-form-urlencoded' }
+      const control = { 'Content-Type': 'application/json', 'X-Airlock-Dashboard': '1', Authorization: `Bearer ${TOKEN}` }
+      const path = new URL(base).pathname
+      for (let i = 0; i < 20; i++) {
+        await cutOff(base, 'POST', `${path}/`, form, 100, 'token=abc'.slice(0, i % 10))
+        await cutOff(base, 'POST', `${path}/control`, control, 100, '{"name":"shop","patch":'.slice(0, i))
+      }
+      await sleep(100)
+      expect(unhandled).toEqual([])
+      expect((await fetch(`${base}/state`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200)
+    } finally {
+      process.off('unhandledRejection', record)
+    }
+  })
+
+  it('bodies too large, too slow, compressed or not UTF-8 are answered with why, and the connection closes', async () => {
+    const { base } = await MOUNTS[name]!()
+    const path = new URL(base).pathname
+    const control = `POST ${path}/control HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Airlock-Dashboard: 1\r\nAuthorization: Bearer ${TOKEN}`
+    expect(statusOf(await raw(base, `${control}\r\nContent-Length: 99999`, '', { close: 'when-answered' }))).toBe(413)
+    expect(statusOf(await raw(base, `${control}\r\nTransfer-Encoding: chunked`, `1000\r\n${'x'.repeat(4096)}\r\n1000\r\n${'x'.repeat(4096)}\r\n`, { close: 'when-answered' }))).toBe(413)
+    expect(statusOf(await raw(base, `${control}\r\nContent-Encoding: gzip\r\nContent-Length: 4`, 'abcd', { close: 'when-answered' }))).toBe(415)
+    expect(statusOf(await raw(base, `${control}\r\nContent-Length: 4`, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { close: 'when-answered' }))).toBe(400)
+  })
+
+  it('an operator signed in is never 429 while someone guesses tokens from the same address', async () => {
+    const { base } = await MOUNTS[name]!()
+    const login = await fetch(`${base}/?token=${TOKEN}`, { redirect: 'manual' })
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!
+    const statuses = new Set<number>()
+    let guesses = 0
+    const stop = Date.now() + 1_500
+    const guesser = (async () => {
+      while (Date.now() < stop) {
+        guesses++
+        await fetch(`${base}/state`, { headers: { authorization: `Bearer guess-${guesses}-xxxxxxxxxxxx` } })
+      }
+    })()
+    while (Date.now() < stop) {
+      const r = await fetch(`${base}/state`, { headers: { cookie } })
+      statuses.add(r.status)
+      const c = await fetch(`${base}/control`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', 'x-airlock-dashboard': '1' }, body: JSON.stringify({ name: 'shop', patch: { limit: 2 } }) })
+      statuses.add(c.status)
+    }
+    await guesser
+    expect(guesses).toBeGreaterThan(5)
+    expect([...statuses]).toEqual([200])
+    // The guesser is slowed down: the real token by header is refused while it must wait.
+    expect((await fetch(`${base}/state`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(429)
+  })
+})
+
+describe('the dashboard behind a proxy: wrong tokens slow down the visitor who sent them, not everyone (issue 38)', () => {
+  it('with trustProxy, each visitor behind the proxy is counted as itself (an IPv6 /64 as one)', async () => {
+    const dashboard = createDashboard({ token: TOKEN, store: memoryStore(), interval: 200, trustProxy: ['127.0.0.1'] })
+    const server = createServer((req, res) => dashboard.handle(req, res))
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+    closers.push(() => new Promise((ok) => server.close(ok)), () => dashboard.close())
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+    const as = (xff: string, token: string) => fetch(`${base}/state`, { headers: { 'x-forwarded-for': xff, authorization: `Bearer ${token}` } })
+    expect((await as('198.51.100.7', 'wrong-token-wrong-token')).status).toBe(401)
+    expect((await as('198.51.100.7', TOKEN)).status).toBe(429)
+    expect((await as('2001:db8:1:2::9', 'wrong-token-wrong-token')).status).toBe(401)
+    expect((await as('2001:db8:1:2::77', TOKEN)).status, 'the same /64').toBe(429)
+    // Another visitor behind the same proxy, and a spoofed chain ending at the real visitor.
+    expect((await as('203.0.113.9', TOKEN)).status).toBe(200)
+    expect((await as('203.0.113.9, 198.51.100.7', TOKEN)).status, 'read from the right: the client is 198.51.100.7').toBe(429)
+  })
+})
+
 describe("a ?token= link is left out of the host's logs (issue 25)", () => {
   it("Fastify's own request log (\"incoming request\") shows the link without its token", async () => {
     const lines: string[] = []
@@ -206,6 +284,23 @@ describe("a ?token= link is left out of the host's logs (issue 25)", () => {
     expect((await fetch(`${p}/?a=b&token=${TOKEN}`, { redirect: 'manual' })).status).toBe(303)
     await until(async () => seen.length === 2, 2_000)
     expect(seen.sort()).toEqual(['express /airlock/?token=[redacted]', 'plain /?a=b&token=[redacted]'])
+  })
+
+  it('a token parameter spelt with escapes (tok%65n=) signs in as token= does, and is redacted as well (issue 38)', async () => {
+    const seen: string[] = []
+    const dashboard = createDashboard({ token: TOKEN, store: memoryStore(), names: ['shop'], interval: 200 })
+    const plain = createServer((req, res) => {
+      res.on('finish', () => seen.push(req.url!))
+      dashboard.handle(req, res)
+    })
+    await new Promise<void>((ok) => plain.listen(0, '127.0.0.1', ok))
+    closers.push(() => new Promise((ok) => plain.close(ok)), () => dashboard.close())
+    const base = `http://127.0.0.1:${(plain.address() as { port: number }).port}`
+    for (const name of ['tok%65n', '%74oken', '%74%6F%6B%65%6E']) {
+      expect((await fetch(`${base}/?${name}=${TOKEN}`, { redirect: 'manual' })).status, name).toBe(303)
+    }
+    await until(async () => seen.length === 3, 2_000)
+    expect(seen).toEqual(['/?tok%65n=[redacted]', '/?%74oken=[redacted]', '/?%74%6F%6B%65%6E=[redacted]'])
   })
 })
 
