@@ -7,7 +7,7 @@ import { AirlockError } from './base/errors.js'
 import { varyWith } from './base/http.js'
 import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
-import { COMMAND_HEADER, handleFor, cookieList, runCommand } from './gate/handle.js'
+import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, runCommand } from './gate/handle.js'
 import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
 import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
@@ -104,8 +104,8 @@ function appendHeader(res: ServerResponse, name: string, value: string): void {
  * backend may still be busy with the request. The slot's `ttl` is the last resort.
  */
 function releaseWhenDone(req: IncomingMessage, res: ServerResponse, slot: RequestSlot): void {
-  // An upgrade (express-ws) is a request that lasts: its slot is held until the socket closes.
-  if (req.headers.upgrade !== undefined) req.socket.once('close', () => void slot.release())
+  // An upgrade (express-ws) is a request that lasts: its slot is kept alive until the socket closes.
+  if (req.headers.upgrade !== undefined) holdWhileOpen(req.socket, slot)
   const end = res.end
   res.end = function (this: ServerResponse, ...args: unknown[]) {
     res.end = end

@@ -2,6 +2,7 @@
  * A small, strict flag parser: `--flag value`, `--flag=value`, short aliases, `--` to end the
  * flags. Unknown flags, missing values and repeated flags are usage errors naming the flag.
  */
+import { trustPolicy } from '../base/client-address.js'
 import { MAX_DURATION, nearest, safeName, TIMER_BOUND } from '../base/validate.js'
 import { UsageError } from './exit.js'
 
@@ -97,6 +98,23 @@ export function flagHelp(specs: readonly FlagSpec[]): string {
   const left = specs.map((s) => `${s.short ? `-${s.short}, ` : '    '}--${s.name}${s.value ? ` ${s.value}` : ''}`)
   const width = Math.max(...left.map((l) => l.length)) + 2
   return specs.map((s, i) => `  ${left[i]!.padEnd(width)}${s.help}`).join('\n')
+}
+
+/**
+ * `--trust-proxy`: the proxies in front, whose forwarding headers count: addresses, CIDRs and the
+ * names `loopback`, `linklocal`, `uniquelocal`, comma-separated (checked by the option's own
+ * validator), or `all` (every peer: only where nothing but your proxies can reach this port).
+ */
+export function trustFlag(value: string): true | string[] {
+  if (value.trim() === 'all') return true
+  const list = value.split(',').map((a) => a.trim()).filter((a) => a !== '')
+  if (list.length === 0) throw new UsageError(`--trust-proxy needs the addresses of your proxies (127.0.0.1, 10.0.0.0/8, loopback) or all, got '${value}'`)
+  try {
+    trustPolicy(list, '--trust-proxy')
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+  return list
 }
 
 /** A positive integer flag (`--limit 3`). */

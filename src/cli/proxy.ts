@@ -8,7 +8,7 @@ import { isAirlockError } from '../base/errors.js'
 import { randomSecret } from '../base/signing.js'
 import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import { durationFlag, flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import { durationFlag, flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, trustFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -28,7 +28,7 @@ const FLAGS: FlagSpec[] = [
     --queue                      a fair waiting room instead of the busy page
     --pass-ttl DURATION          a pass's life after the visitor's last request (default 60s)
     --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
-    --trust-proxy                trust X-Forwarded-* from the client (only behind a proxy you run)
+    --trust-proxy ADDRESSES      your proxies, whose X-Forwarded-For/-Proto count: addresses, CIDRs, loopback, uniquelocal (comma-separated), or all
     --client-share N|off         places in line and unconfirmed slots one client address may hold (default 20; off: no share)
     --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
     --dashboard PATH             serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)
@@ -47,10 +47,13 @@ export const PROXY_HELP = `Usage: airlock proxy --target URL [--port 3000] [--li
 
 Shields any website (PHP, Rails, Django, static): visitors go through the gate, then to the origin.
 Methods, paths, queries, headers, bodies (streamed; Expect: 100-continue answered once admitted) and
-WebSocket upgrades are forwarded; the origin gets X-Forwarded-For/-Proto/-Host, X-Real-IP and
-Forwarded, never the pass cookie. An origin answer with \`Airlock-Command: release\` frees the
-visitor's place. The pass secret comes from $AIRLOCK_SECRET (32+ bytes; needed to share passes
-between several proxies or across restarts). A line per request is logged on stdout.
+WebSocket upgrades are forwarded (no other Upgrade); the origin gets the proxy's own
+X-Forwarded-For/-Proto/-Host, X-Real-IP and Forwarded (what a client sends in them, or in
+Client-IP and the like, is dropped), never the pass cookie. Behind nginx or a load balancer, name
+it with --trust-proxy (127.0.0.1, or its CIDR) so each visitor is counted as itself. An origin
+answer with \`Airlock-Command: release\` frees the visitor's place. The pass secret comes from
+$AIRLOCK_SECRET (32+ bytes; needed to share passes between several proxies or across restarts).
+A line per request is logged on stdout.
 
 Options:
 ${flagHelp(FLAGS)}
@@ -87,7 +90,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   set('queue', flags.has('queue') ? true : undefined)
   set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 }) : undefined)
   set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
-  set('trustProxy', flags.has('trust-proxy') ? true : undefined)
+  set('trustProxy', flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined)
   if (flags.has('client-share')) set('clientShare', flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) })
   set('metricsPath', flags.get('metrics'))
   set('gated', flags.has('no-gate') ? false : undefined)

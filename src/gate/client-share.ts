@@ -4,7 +4,7 @@
  * store's (`AcquireRequest.client`), so the share holds across every instance.
  */
 import { createHash } from 'node:crypto'
-import { isIPv4, isIPv6 } from 'node:net'
+import { addressBlock } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { received, knownKeys, positiveInteger } from '../base/validate.js'
 import type { ClientShare } from '../stores/types.js'
@@ -43,28 +43,21 @@ export function shareFor(s: ShareSettings, key: string, limit: number): ClientSh
 
 const PLAIN_KEY = /^[A-Za-z0-9._:~/-]{1,100}$/
 
+const hashed = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 22)
+
 /**
  * The share key of a client: `clientKey`'s answer (`k:` and the value, hashed when long or
- * unusual), else its address block (`ip:` and an IPv4 address, or an IPv6 /64). `undefined` when
- * neither is known (no share then: nothing to count against).
+ * unusual), else its address block (`ip:` and an IPv4 address, or an IPv6 /64; a port or brackets
+ * as proxies write them are read past), else, for an address no parser reads, a hash of its text
+ * (`ip#`: still counted). `undefined` when neither is known (no share then: nothing to count against).
  */
 export function clientShareKey(given: unknown, ip: string | undefined): string | undefined {
   if (given !== undefined && given !== null && given !== '') {
     const text = String(given)
-    return PLAIN_KEY.test(text) ? `k:${text}` : `k#${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`
+    return PLAIN_KEY.test(text) ? `k:${text}` : `k#${hashed(text)}`
   }
-  return ip === undefined ? undefined : addressBlock(ip)
+  if (ip === undefined || ip === '') return undefined
+  return addressBlock(ip) ?? `ip#${hashed(ip.trim().toLowerCase())}`
 }
 
-/** `ip:1.2.3.4` for IPv4 (and IPv4-mapped IPv6), `ip:2001:db8:0:1::/64` for IPv6; `undefined` when not an address. */
-export function addressBlock(ip: string): string | undefined {
-  const plain = ip.startsWith('::ffff:') && isIPv4(ip.slice(7)) ? ip.slice(7) : ip
-  if (isIPv4(plain)) return `ip:${plain}`
-  const bare = plain.split('%')[0] ?? ''
-  if (!isIPv6(bare)) return undefined
-  const [head = '', tail] = bare.split('::')
-  const left = head === '' ? [] : head.split(':')
-  const right = tail === undefined || tail === '' ? [] : tail.split(':')
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
-  return `ip:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
-}
+export { addressBlock }

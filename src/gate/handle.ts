@@ -3,10 +3,20 @@
  * (Fastify) and `res.locals.airlock` (Express) here, so the branching lives in one place.
  */
 import { holdsPass, type Gate } from './gate.js'
-import type { AirlockHandle, GateDecision } from './types.js'
+import type { AirlockHandle, GateDecision, RequestSlot } from './types.js'
 
 /** For a request the gate did not decide (a route without a gate): nothing to release. */
 export const NO_HANDLE: AirlockHandle = Object.freeze({ decision: undefined, release: async () => false })
+
+/**
+ * An upgraded connection (a WebSocket) is a request that lasts: its slot is kept alive in the store
+ * while the socket is open, released once when it closes, and the socket is ended if the store no
+ * longer has the slot (so open sockets never outnumber the limit).
+ */
+export function holdWhileOpen(socket: { once(event: 'close', listener: () => void): unknown; destroy(): void }, slot: RequestSlot): void {
+  slot.hold(() => socket.destroy())
+  socket.once('close', () => void slot.release())
+}
 
 /** The response side of a release: its current `Set-Cookie` values, and how to replace them. */
 export interface CookieJar {

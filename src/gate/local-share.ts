@@ -79,6 +79,8 @@ export class LocalShare {
         }
         return done
       },
+      // Nothing in the store to keep alive: the local share counts it until it is released.
+      hold: () => {},
     }
   }
 

@@ -68,7 +68,7 @@ export class RequestFlow<Req> extends Flow<Req> {
     const counted = requestSlot(slot, this.pool, this.releaseError, measured, (by) => {
       this.share.left()
       this.tally.released(by, Date.now() - admittedAt)
-    })
+    }, this.s.ttl)
     return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
   }
 }

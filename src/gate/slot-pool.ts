@@ -163,6 +163,8 @@ export class SlotPool {
  * failed request keeps its slot; the release then waits that long. `onFree` is told once, when the
  * slot is freed (the local share's count of requests in flight, the gate's figures), with who ended
  * it: `release(failed, by)`, `by` the gate's own second argument (`'visitor'`: the request ended).
+ * `hold(lost)` (an upgraded connection that outlives `ttl`) refreshes the slot every `ttl / 3`
+ * until it is released, and calls `lost` once if the store no longer has it.
  */
 export function requestSlot(
   slot: PooledSlot,
@@ -170,28 +172,77 @@ export function requestSlot(
   onError: (err: unknown) => void,
   measured?: (failed: boolean) => number,
   onFree?: (by: ReleasedBy) => void,
+  ttl = 30_000,
 ): RequestSlot {
-  let done: Promise<boolean> | undefined
-  let endedBy: ReleasedBy = 'visitor'
-  const free = (): Promise<boolean> => {
-    onFree?.(endedBy)
-    if (pool) {
-      pool.give(slot, Date.now())
+  return new CountedSlot(slot, pool, onError, measured, onFree, ttl)
+}
+
+/** {@link requestSlot}'s slot: one object a request, its methods shared. */
+class CountedSlot implements RequestSlot {
+  readonly token: string
+  #done: Promise<boolean> | undefined
+  #endedBy: ReleasedBy = 'visitor'
+  #keepAlive: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly slot: PooledSlot,
+    private readonly pool: SlotPool | undefined,
+    private readonly onError: (err: unknown) => void,
+    private readonly measured: ((failed: boolean) => number) | undefined,
+    private readonly onFree: ((by: ReleasedBy) => void) | undefined,
+    private readonly ttl: number,
+  ) {
+    this.token = slot.lease.token
+  }
+
+  release(failed = false, by: ReleasedBy = 'visitor'): Promise<boolean> {
+    if (this.#done) return this.#done
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive)
+    this.#endedBy = by
+    const keep = this.measured?.(failed) ?? 0
+    this.#done = keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(() => this.#free()) : this.#free()
+    return this.#done
+  }
+
+  hold(lost: () => void): void {
+    if (this.#done !== undefined || this.#keepAlive !== undefined) return
+    let refreshing = false
+    const { slot } = this
+    this.#keepAlive = setInterval(
+      () => {
+        if (refreshing || this.#done !== undefined) return
+        refreshing = true
+        const sentAt = Date.now()
+        slot.lease.refresh().then(
+          (ok) => {
+            refreshing = false
+            if (ok) slot.confirmedAt = sentAt
+            else if (this.#done === undefined && !slot.lost) {
+              slot.lost = true
+              clearInterval(this.#keepAlive)
+              lost()
+            }
+          },
+          (err: unknown) => {
+            refreshing = false
+            this.onError(err)
+          },
+        )
+      },
+      Math.max(20, Math.floor(this.ttl / 3)),
+    )
+    this.#keepAlive.unref()
+  }
+
+  #free(): Promise<boolean> {
+    this.onFree?.(this.#endedBy)
+    if (this.pool) {
+      this.pool.give(this.slot, Date.now())
       return Promise.resolve(true)
     }
-    return slot.lease.release().catch((err: unknown) => {
-      onError(err)
+    return this.slot.lease.release().catch((err: unknown) => {
+      this.onError(err)
       return false
     })
-  }
-  return {
-    token: slot.lease.token,
-    release: (failed = false, by: ReleasedBy = 'visitor') => {
-      if (done) return done
-      endedBy = by
-      const keep = measured?.(failed) ?? 0
-      done = keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(free) : free()
-      return done
-    },
   }
 }

@@ -228,6 +228,13 @@ export interface RequestSlot {
    * 5xx, a thrown handler), for the adaptive limit.
    */
   release(failed?: boolean): Promise<boolean>
+  /**
+   * The request lasts longer than `ttl` allows a slot to live unattended (an upgraded connection: a
+   * WebSocket): keeps the slot alive in the store until {@link release}, refreshed every `ttl / 3`.
+   * `lost` is called once if the store no longer has the slot (force-released, or lost in a
+   * failover): end the connection then, or more than `limit` would be inside.
+   */
+  hold(lost: () => void): void
 }
 
 /**

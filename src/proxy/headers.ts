@@ -3,6 +3,8 @@
  * forwarding headers the proxy vouches for, the gate's own cookie kept from the origin, and the
  * origin's `Airlock-Command` kept from the client. Pure functions, no I/O.
  */
+import type { IncomingHttpHeaders } from 'node:http'
+import { clientBehind, plainAddress, trustedChain, type TrustPolicy } from '../base/client-address.js'
 import { COMMAND_HEADER } from '../gate/handle.js'
 
 /**
@@ -12,23 +14,44 @@ import { COMMAND_HEADER } from '../gate/handle.js'
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect'])
 
-
 /** How the proxy forwards a request's headers. */
 export interface ForwardRules {
-  /** Trust the forwarding headers a client sent (it is a proxy you run): append to them instead of replacing them. */
-  trusted: boolean
   /** The gate's pass cookie name, removed from the `Cookie` header (`undefined`: kept). */
   passCookie: string | undefined
 }
 
-/** What the proxy knows of the connection a request came on. */
+/** What the proxy decided of the connection a request came on (trustProxy applied). */
 export interface Hop {
-  /** The client's address as the proxy saw it. */
-  remote: string
+  /** The client the proxy decided on: the peer, or behind trusted hops the address they named. */
+  client: string
+  /** `X-Forwarded-For` as the proxy vouches for it: the client, the trusted hops after it, the peer. */
+  chain: readonly string[]
   /** `http` or `https`, as the client used (through trusted proxies: as they say). */
   proto: string
   /** The `Host` the client asked for. */
   host: string
+}
+
+/**
+ * The hop of a request from `remote` (`encrypted`: it came over TLS) with these headers: behind a
+ * trusted peer, the client its `X-Forwarded-For` names (read from the right) and the scheme its
+ * last `X-Forwarded-Proto` says; otherwise the peer itself and the socket's scheme.
+ */
+export function hopOf(remote: string, encrypted: boolean, headers: IncomingHttpHeaders, trusts: TrustPolicy): Hop {
+  const trusted = trusts(remote)
+  const claimed = trusted ? lastValue(headers['x-forwarded-proto']) : ''
+  const proto = claimed === 'https' || claimed === 'http' ? claimed : encrypted ? 'https' : 'http'
+  const xff = headers['x-forwarded-for']
+  return trusted
+    ? { client: clientBehind(remote, xff, trusts), chain: trustedChain(remote, xff, trusts), proto, host: headers.host ?? '' }
+    : { client: remote, chain: [remote], proto, host: headers.host ?? '' }
+}
+
+/** The last value of a header that may be a list (the one the nearest hop wrote), lowercased. */
+function lastValue(header: string | string[] | undefined): string {
+  const text = Array.isArray(header) ? header.join(',') : header
+  if (text === undefined) return ''
+  return text.slice(text.lastIndexOf(',') + 1).trim().toLowerCase()
 }
 
 /** Names a `Connection` header lists (lowercase): hop-by-hop too. */
@@ -45,21 +68,42 @@ function listedInConnection(value: string | string[] | undefined): Set<string> |
   return names
 }
 
-/** `for=` of a `Forwarded` element: an IPv6 address quoted and bracketed (RFC 7239 §6). */
+/** `for=` of a `Forwarded` element: an IPv6 address quoted and bracketed (RFC 7239 §6), `unknown` for no address. */
 function forwardedFor(address: string): string {
-  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7)
-  return address.includes(':') ? `"[${address}]"` : address
+  const plain = plainAddress(address)
+  if (plain === undefined) return 'unknown'
+  return plain.includes(':') ? `"[${plain}]"` : plain
 }
 
-/** The forwarding headers a client may send, which the proxy sets itself. */
+/** The forwarding headers the proxy writes itself: whatever a client sent in them is dropped. */
 const FORWARDING = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'forwarded'])
 
 /**
+ * Headers that origins (PHP snippets, frameworks, CDNs' conventions) read as the client's address,
+ * scheme, port or path, which only a proxy writes: dropped from every request, so a visitor cannot
+ * pick its address for the origin (`HTTP_CLIENT_IP` is read first by many PHP snippets) nor route
+ * past the gate (`X-Original-URL`, `X-Rewrite-URL`: older Symfony and IIS route by them).
+ */
+const CLIENT_WRITTEN = new Set([
+  'client-ip', 'true-client-ip', 'x-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'fastly-client-ip', 'x-original-forwarded-for',
+  'forwarded-for', 'x-forwarded', 'x-forwarded-server', 'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-ssl', 'x-forwarded-scheme',
+  'x-url-scheme', 'front-end-https', 'x-original-url', 'x-rewrite-url', 'x-original-host', 'x-host', 'x-proxyuser-ip', 'wl-proxy-client-ip',
+  'proxy-client-ip', 'x-envoy-external-address',
+])
+
+/** Every header of a client's request the proxy does not pass on (one lookup a header). */
+const DROPPED = new Set([...HOP_BY_HOP, ...FORWARDING, ...CLIENT_WRITTEN])
+
+/** A `Forwarded` parameter value: a token as it is, anything else quoted (RFC 7239 §4). */
+const forwardedValue = (value: string): string => (/^[A-Za-z0-9._-]+$/.test(value) ? value : `"${value.replace(/["\\\r\n]/g, '')}"`)
+
+/**
  * The headers sent to the origin, from the client's raw list (`req.rawHeaders`: names as sent,
- * duplicates kept): without hop-by-hop ones (nor those its `Connection` lists), with
- * `X-Forwarded-For/-Proto/-Host`, `X-Real-IP` and `Forwarded` set to what the proxy saw (appended
- * to the client's when `rules.trusted`; `X-Real-IP` is the client's address, or with a trusted hop
- * the one it named), and the pass cookie taken out of `Cookie`. A flat list, as `rawHeaders`.
+ * duplicates kept): without hop-by-hop ones (nor those its `Connection` lists), without any
+ * forwarding or client-address header the client sent, with the proxy's own
+ * `X-Forwarded-For` (the chain it vouches for), `X-Forwarded-Proto`, `X-Forwarded-Host`,
+ * `X-Real-IP` (the client it decided on) and `Forwarded`, and the pass cookie taken out of `Cookie`.
+ * A flat list, as `rawHeaders`.
  */
 export function requestHeaders(raw: readonly string[], hop: Hop, rules: ForwardRules): string[] {
   let listed: Set<string> | undefined
@@ -69,25 +113,11 @@ export function requestHeaders(raw: readonly string[], hop: Hop, rules: ForwardR
     }
   }
   const out: string[] = []
-  let xff = ''
-  let proto = ''
-  let host = ''
-  let realIp = ''
-  let forwarded = ''
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!
     const lower = name.toLowerCase()
+    if (DROPPED.has(lower) || listed?.has(lower)) continue
     const value = raw[i + 1]!
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue
-    if (FORWARDING.has(lower)) {
-      if (!rules.trusted) continue
-      if (lower === 'x-forwarded-for') xff = xff ? `${xff}, ${value}` : value
-      else if (lower === 'forwarded') forwarded = forwarded ? `${forwarded}, ${value}` : value
-      else if (lower === 'x-forwarded-proto') proto ||= value
-      else if (lower === 'x-forwarded-host') host ||= value
-      else realIp ||= value
-      continue
-    }
     if (lower === 'cookie' && rules.passCookie !== undefined) {
       const cookie = withoutCookie(value, rules.passCookie)
       if (cookie !== '') out.push(name, cookie)
@@ -95,18 +125,17 @@ export function requestHeaders(raw: readonly string[], hop: Hop, rules: ForwardR
     }
     out.push(name, value)
   }
-  const element = `for=${forwardedFor(hop.remote)};host="${hop.host.includes('"') || hop.host.includes('\\') ? hop.host.replace(/["\\]/g, '') : hop.host}";proto=${hop.proto}`
   out.push(
     'x-forwarded-for',
-    xff ? `${xff}, ${hop.remote}` : hop.remote,
+    hop.chain.join(', '),
     'x-forwarded-proto',
-    proto || hop.proto,
+    hop.proto,
     'x-forwarded-host',
-    host || hop.host,
+    hop.host,
     'x-real-ip',
-    realIp || xff.split(',')[0]!.trim() || hop.remote,
+    hop.client,
     'forwarded',
-    forwarded ? `${forwarded}, ${element}` : element,
+    `for=${forwardedFor(hop.client)};host=${forwardedValue(hop.host)};proto=${hop.proto}`,
   )
   return out
 }

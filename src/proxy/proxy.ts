@@ -6,9 +6,10 @@
  * upgrade.ts, headers.ts). `airlock proxy` is the command. See docs/proxy.md.
  * @packageDocumentation
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { BlockList, isIP } from 'node:net'
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { trustPolicy } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
 import { received, duration, knownKeys, oneOf } from '../base/validate.js'
@@ -20,7 +21,7 @@ import { PageLanguages } from '../pages/language.js'
 import { originErrorPage } from '../pages/origin.js'
 import { resolveStore } from '../stores/resolve.js'
 import { Forwarder, type Outcome } from './forward.js'
-import { requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
+import { hopOf, requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
 import { LOG_FORMATS, LOG_LEVELS, ProxyLog, type ProxyLogOptions } from './log.js'
 import { rawHead, tunnel, type UpgradeOutcome } from './upgrade.js'
 
@@ -74,42 +75,6 @@ const PROXY_KEYS = ['target', 'gated', 'trustProxy', 'dashboard', 'metricsPath',
 /** The small page answered when the origin does not answer (`502`). */
 export const badGatewayPage = (): string => originErrorPage(502)
 
-/** Who may set the forwarding headers. */
-/** The client behind trusted hops: the nearest `X-Forwarded-For` address not trusted (else the farthest). */
-function clientOf(req: IncomingMessage, trusts: (address: string) => boolean): string {
-  const header = req.headers['x-forwarded-for']
-  const list = (Array.isArray(header) ? header.join(',') : header ?? '').split(',')
-  let address = req.socket.remoteAddress ?? ''
-  for (let i = list.length - 1; i >= 0; i--) {
-    const hop = list[i]!.trim()
-    if (hop === '') continue
-    address = hop
-    if (!trusts(hop)) break
-  }
-  return address
-}
-
-function trustOf(option: unknown): (address: string) => boolean {
-  if (option === false || option === undefined) return () => false
-  if (option === true) return () => true
-  const list = typeof option === 'string' ? option.split(',') : option
-  if (!Array.isArray(list) || list.some((a) => typeof a !== 'string')) optionError(`trustProxy must be true, false, or addresses and CIDRs ('10.0.0.0/8' or ['10.0.0.5', '::1']), got ${received(option)}`)
-  const blocks = new BlockList()
-  for (const entry of list as string[]) {
-    const [address = '', bits] = entry.trim().split('/')
-    const family = isIP(address)
-    if (family === 0 || (bits !== undefined && !/^\d+$/.test(bits))) optionError(`trustProxy: '${entry}' is not an address or CIDR (10.0.0.5, 10.0.0.0/8, ::1)`)
-    const type = family === 6 ? 'ipv6' : 'ipv4'
-    if (bits === undefined) blocks.addAddress(address, type)
-    else blocks.addSubnet(address, Number(bits), type)
-  }
-  return (address) => {
-    const plain = address.startsWith('::ffff:') ? address.slice(7) : address
-    const family = isIP(plain)
-    return family !== 0 && blocks.check(plain, family === 6 ? 'ipv6' : 'ipv4')
-  }
-}
-
 /**
  * Creates the proxy (not listening yet: `await proxy.listen({ port, host })`). Validates every
  * option now (`ERR_AIRLOCK_OPTION`); `ERR_AIRLOCK_PEER_MISSING` when undici is not installed.
@@ -135,34 +100,21 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   }
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
   const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
-  const trusts = trustOf(trustProxy)
+  const trusts = trustPolicy(trustProxy)
   const log = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
   assertPeers(metricsPath === undefined ? ['undici'] : ['undici', 'prom-client'], 'createProxy()')
   const undici = loadPeer<typeof import('undici')>('undici', 'createProxy()')
   const store = resolveStore(gateOptions.store)
   const gate = gated ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store }) : undefined
-  const rules: ForwardRules = { trusted: false, passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
-  const trustedRules: ForwardRules = { ...rules, trusted: true }
+  const rules: ForwardRules = { passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
   const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
-  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'] }) }
+  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'], secret: gateOptions.secret, ...(log ? { logger: log } : {}) }) }
   const metrics = metricsPath === undefined ? undefined : await mountMetrics()
 
-  /** `https` or `http`, as the client used: through a trusted proxy, as its `X-Forwarded-Proto` says. */
-  const protoOf = (req: IncomingMessage, trusted: boolean): string => {
-    const claimed = trusted ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]!.trim() : ''
-    return claimed === 'https' || claimed === 'http' ? claimed : (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http'
-  }
-  const hopOf = (req: IncomingMessage): { hop: Hop; rules: ForwardRules } => {
-    const remote = req.socket.remoteAddress ?? ''
-    const trusted = trusts(remote)
-    return { hop: { remote, proto: protoOf(req, trusted), host: req.headers.host ?? '' }, rules: trusted ? trustedRules : rules }
-  }
+  /** What the proxy vouches for to the origin: the client it decided on, the trusted chain, the scheme, the host. */
+  const hopFor = (req: IncomingMessage): Hop => hopOf(req.socket.remoteAddress ?? '', (req.socket as { encrypted?: boolean }).encrypted === true, req.headers, trusts)
   /** What the gate is told of a request (HTTPS as the client used it, so the pass cookie is `Secure` behind a TLS proxy). */
-  const viewOf = (req: IncomingMessage) => {
-    const remote = req.socket.remoteAddress ?? ''
-    const trusted = trusts(remote)
-    return { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: protoOf(req, trusted) === 'https', ip: trusted ? clientOf(req, trusts) : remote, request: req }
-  }
+  const viewOf = (req: IncomingMessage, hop: Hop) => ({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: hop.proto === 'https', ip: hop.client, request: req })
 
   /** The access line, once the response is over. */
   const accessLog = (req: IncomingMessage, res: ServerResponse, t0: number, remote: string | undefined, decision: string, outcome: Outcome | UpgradeOutcome | undefined): void => {
@@ -192,7 +144,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     res.end(req.method === 'HEAD' ? undefined : response.body)
   }
 
-  const admitted = (req: IncomingMessage, res: ServerResponse, d: GateDecision, t0: number, expectsContinue: boolean): void => {
+  const admitted = (req: IncomingMessage, res: ServerResponse, d: GateDecision, t0: number, expectsContinue: boolean, hop: Hop): void => {
     // (The socket is detached from the request once the response is over: read it now.)
     const remote = req.socket?.remoteAddress
     const cookies: string[] = d.setCookie === undefined ? [] : [d.setCookie]
@@ -206,13 +158,12 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     const measures = gate!.mode === 'session' && gate!.measures(d)
     const extra = d.kind === 'admit' ? d.headers : undefined
     if (expectsContinue) res.writeContinue()
-    const { hop, rules: r } = hopOf(req)
     const secure = hop.proto === 'https'
     const t1 = measures ? performance.now() : 0
     forwarder.forward(
       req,
       res,
-      requestHeaders(req.rawHeaders, hop, r),
+      requestHeaders(req.rawHeaders, hop, rules),
       (_status, headers, command) => {
         if (command !== undefined) runCommand(gate!, handleFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
         if (extra !== undefined) for (const k in extra) headers.push(k, extra[k]!)
@@ -233,7 +184,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     if (board !== undefined && (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) {
       ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = url
       req.url = url.slice(board.path.length) || '/'
-      return board.handler.handle(req, res)
+      return board.handler.handle(req, res, hopFor(req).client)
     }
     if (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`))) {
       metrics.serve(res).catch((err: unknown) => fail(req, res, err))
@@ -248,13 +199,13 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     if (gate === undefined) {
       const remote = req.socket.remoteAddress
       if (expectsContinue) res.writeContinue()
-      const { hop, rules: r } = hopOf(req)
-      forwarder.forward(req, res, requestHeaders(req.rawHeaders, hop, r), () => {}, (outcome) => accessLog(req, res, t0, remote, 'ungated', outcome))
+      forwarder.forward(req, res, requestHeaders(req.rawHeaders, hopFor(req), rules), () => {}, (outcome) => accessLog(req, res, t0, remote, 'ungated', outcome))
       return
     }
-    const d = gate.decide(viewOf(req))
-    if (d instanceof Promise) d.then((x) => admitted(req, res, x, t0, expectsContinue), (err) => fail(req, res, err))
-    else admitted(req, res, d, t0, expectsContinue)
+    const hop = hopFor(req)
+    const d = gate.decide(viewOf(req, hop))
+    if (d instanceof Promise) d.then((x) => admitted(req, res, x, t0, expectsContinue, hop), (err) => fail(req, res, err))
+    else admitted(req, res, d, t0, expectsContinue, hop)
   }
 
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
@@ -265,10 +216,18 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     }
   }
 
-  /** An upgrade (WebSocket): decided like any request; admitted, the slot lives as long as the tunnel. */
+  /**
+   * An upgrade. A WebSocket is decided like any request; admitted, the slot lives (kept alive in the
+   * store) as long as the tunnel. Any other token (`h2c`, `TLS/1.0`, ...) is never forwarded: the
+   * request is answered as a plain one (an `h2c` upgrade would hand the origin's HTTP/2 connection
+   * to the client, past the gate), or refused when it carries a body (Node leaves it unparsed).
+   */
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const t0 = performance.now()
     socket.on('error', () => socket.destroy())
+    const url = req.url ?? '/'
+    if (!isWebSocket(req.headers.upgrade) || isOwnPath(url)) return plainOverUpgrade(req, socket, head)
+    const hop = hopFor(req)
     const open = (d: GateDecision | undefined): void => {
       const cookies = d?.setCookie === undefined ? [] : [d.setCookie]
       if (d?.response !== undefined) {
@@ -282,16 +241,39 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
         void slot?.release()
         return
       }
-      const { hop, rules: r } = hopOf(req)
-      tunnel(upstream, timeout, req, socket, head, upgradeHeaders(req.rawHeaders, hop, r, String(req.headers.upgrade)), cookies.length ? { 'set-cookie': cookies } : {}, (outcome) => {
+      // An open WebSocket is a request that lasts: its slot stays alive while it is open.
+      slot?.hold(() => socket.destroy())
+      tunnel(upstream, timeout, req, socket, head, upgradeHeaders(req.rawHeaders, hop, rules, 'websocket'), cookies.length ? { 'set-cookie': cookies } : {}, (outcome) => {
         void slot?.release(outcome.error === 'refused' || outcome.error === 'timeout')
         logUpgrade(req, t0, d?.kind ?? 'ungated', outcome.upstream ?? (outcome.error === 'timeout' ? 504 : 502), outcome)
       })
     }
     if (gate === undefined) return open(undefined)
-    const d = gate.decide(viewOf(req))
+    const d = gate.decide(viewOf(req, hop))
     if (d instanceof Promise) d.then(open, () => socket.destroy())
     else open(d)
+  }
+  /** Paths the proxy answers itself (the dashboard, metrics): never upgraded. */
+  const isOwnPath = (url: string): boolean =>
+    (board !== undefined && (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) ||
+    (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`)))
+  /** A request that asked for an upgrade the proxy does not forward: answered as a plain request, on a connection that then closes. */
+  const plainOverUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const length = req.headers['content-length']
+    if (head.length > 0 || req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) {
+      const body = 'only WebSocket upgrades are forwarded: send the request without Upgrade\n'
+      socket.end(rawHead(400, 'Bad Request', { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body)
+      return
+    }
+    const res = new ServerResponse(req)
+    res.shouldKeepAlive = false
+    res.assignSocket(socket as Socket)
+    res.once('finish', () => {
+      res.detachSocket(socket as Socket)
+      ;(socket as Socket).destroySoon()
+    })
+    req.resume()
+    handle(req, res, false)
   }
   const logUpgrade = (req: IncomingMessage, t0: number, decision: string, status: number, outcome: UpgradeOutcome | undefined): void => {
     if (log === undefined) return
@@ -347,6 +329,11 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       stop: () => m.stop(),
     }
   }
+}
+
+/** `Upgrade: websocket`, the one protocol the proxy forwards (one token, any case). */
+function isWebSocket(upgrade: string | undefined): boolean {
+  return upgrade !== undefined && upgrade.trim().toLowerCase() === 'websocket'
 }
 
 function checkedLog(options: ProxyLogOptions): ProxyLog {

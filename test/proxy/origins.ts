@@ -66,9 +66,9 @@ echo json_encode(['method' => $_SERVER['REQUEST_METHOD'], 'uri' => $_SERVER['REQ
 /**
  * A Node origin: `PUT /upload` counts the bytes it reads; `GET /download?mb=N` streams N MB; `/hang`
  * never answers; `/break` promises 1,000 bytes, sends 10 and drops the connection; `/ws` echoes
- * WebSockets; anything else answers `ok`.
+ * WebSockets (`openSockets()`: how many are open now); anything else answers `ok`.
  */
-export async function nodeOrigin(): Promise<Origin & { uploaded: () => number }> {
+export async function nodeOrigin(): Promise<Origin & { uploaded: () => number; openSockets: () => number }> {
   let uploaded = 0
   const server: Server = createServer((req, res) => {
     if (req.url === '/upload') {
@@ -107,6 +107,7 @@ export async function nodeOrigin(): Promise<Origin & { uploaded: () => number }>
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     uploaded: () => uploaded,
+    openSockets: () => wss.clients.size,
     stop: () =>
       new Promise((done) => {
         wss.close()
