@@ -3,9 +3,10 @@
  * routes, not only on the path as sent: routers and origins read one request path in several ways
  * (Fastify's `useSemicolonDelimiter`, `ignoreTrailingSlash`, `ignoreDuplicateSlashes` and
  * `caseSensitive: false`; Express's default non-strict, case-insensitive routing; percent-encoded
- * letters that find-my-way decodes; `..` segments an origin behind `airlock proxy` resolves). A
+ * letters that find-my-way decodes; `..` segments an origin behind `airlock proxy` resolves, where
+ * nginx and PHP take `static;` for an ordinary segment: `/static;/../admin` is `/admin` to them). A
  * request is let through only when **every** plausible reading of its path is a bypassed path, so a
- * path trick can only ever gate a request more, never less (issue 25).
+ * path trick can only ever gate a request more, never less (issues 25 and 38).
  */
 import { optionError } from '../base/errors.js'
 import { received } from '../base/validate.js'
@@ -19,31 +20,48 @@ export function pathOf(url: string): string {
   return end < 0 ? url : url.slice(0, end)
 }
 
-/**
- * {@link pathOf}, also cut at the first `;`. Routers and origins that take `;` as a delimiter
- * (Fastify's `useSemicolonDelimiter`, Java's path parameters behind `airlock proxy`) serve
- * `/admin;.css` as `/admin`; judged whole, a `/\.css$/` rule would let it through.
- */
-export function bypassPathOf(url: string): string {
-  const path = pathOf(url)
+const cutAtSemicolon = (path: string): string => {
   const semi = path.indexOf(';')
   return semi < 0 ? path : path.slice(0, semi)
 }
 
-// Anything in a path that some router or origin reads otherwise: an escape, a doubled or trailing
-// slash, a dot segment, a backslash.
-const UNUSUAL = /%|\/\/|\/\.|\\|.\/$/
+// Anything in a path that some router or origin reads otherwise: an escape, a `;`, a doubled or
+// trailing slash, a dot segment, a backslash.
+const UNUSUAL = /[%;\\]|\/\/|\/\.|.\/$/
 
-/** Every way a router may read a request URL's path: the first is the path as sent (cut at `;`). */
-export function pathReadings(url: string, rules: RoutingRules = {}): string[] {
-  const cut = bypassPathOf(url)
-  const readings = [cut]
+/** More readings than this: the path is too odd to judge, and is gated. */
+const MAX_READINGS = 64
+
+/**
+ * The ways an origin or a router may turn one path into another: decode escapes (once each time:
+ * `%252e` is `%2e`, then `.`), resolve `..`, `.`, backslashes and doubled slashes (nginx, PHP,
+ * WHATWG URL: `static;` is an ordinary segment there), cut at the first `;` (a delimiter to
+ * Fastify's `useSemicolonDelimiter`), drop each segment's `;parameters` (Tomcat and Jetty:
+ * `/static;x/../admin` is `/static/../admin`), drop a trailing slash (non-strict routers).
+ */
+const READINGS: readonly ((path: string) => string)[] = [
+  (p) => decodeLoosely(p),
+  (p) => removeDotSegments(p.replace(/\\/g, '/').replace(/\/{2,}/g, '/')),
+  cutAtSemicolon,
+  (p) => p.replace(/;[^/]*/g, ''),
+  (p) => (p.length > 1 && p.endsWith('/') ? p.replace(/\/+$/, '') || '/' : p),
+]
+
+/**
+ * Every way a router or an origin may read a request URL's path: the path as sent first, then
+ * every path the {@link READINGS} make of it, in any order and combination (a path with nothing
+ * unusual in it has only itself). `undefined` when there are more than {@link MAX_READINGS}: a
+ * path that odd is judged gated.
+ */
+export function pathReadings(url: string, rules: RoutingRules = {}): string[] | undefined {
+  const path = pathOf(url)
+  const readings = [path]
   const add = (p: string): void => void (readings.includes(p) || readings.push(p))
-  if (UNUSUAL.test(cut)) {
-    const decoded = bypassPathOf(decodeLoosely(cut))
-    const normal = removeDotSegments(decoded.replace(/\\/g, '/').replace(/\/{2,}/g, '/'))
-    for (const p of [decoded, normal]) add(p)
-    for (const p of [cut, decoded, normal]) if (p.length > 1 && p.endsWith('/')) add(p.replace(/\/+$/, '') || '/')
+  if (UNUSUAL.test(path)) {
+    for (let i = 0; i < readings.length; i++) {
+      for (const read of READINGS) add(read(readings[i]!))
+      if (readings.length > MAX_READINGS) return undefined
+    }
   }
   if (rules.route !== undefined && !/[:*(]/.test(rules.route)) add(rules.route)
   if (rules.foldCase) for (const p of [...readings]) add(p.toLowerCase())
@@ -107,7 +125,9 @@ export class PathMatcher {
    */
   bypasses(url: string, rules?: RoutingRules): boolean {
     const fold = rules?.foldCase === true
-    for (const path of pathReadings(url, rules)) if (!this.matches(path, fold)) return false
+    const readings = pathReadings(url, rules)
+    if (readings === undefined) return false
+    for (const path of readings) if (!this.matches(path, fold)) return false
     return true
   }
 
