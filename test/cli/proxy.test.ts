@@ -55,6 +55,35 @@ describe('airlock proxy: the log', () => {
   })
 })
 
+describe('airlock proxy --trust-proxy (issue 38)', () => {
+  it('takes the addresses of the proxies in front; bare, it is refused naming the fix (it trusted every client)', async () => {
+    for (const [args, message] of [
+      [['--trust-proxy'], '--trust-proxy needs a value (--trust-proxy ADDRESSES)'],
+      [['--trust-proxy', '10.0.0.0/33'], "'10.0.0.0/33' is not an address, a CIDR or one of loopback"],
+      [['--trust-proxy', ','], '--trust-proxy needs the addresses of your proxies'],
+    ] as const) {
+      const done = await airlock(['proxy', '--target', target, '--port', '0', ...args]).exited
+      expect(done.code, args.join(' ')).toBe(64)
+      expect(done.stderr).toContain(message)
+    }
+  })
+
+  it('behind a trusted proxy, a visitor rotating X-Forwarded-For gains nothing: it is counted as the address the proxy saw', { timeout: 30_000 }, async () => {
+    const run = airlock(['proxy', '--target', target, '--port', '0', '--limit', '10', '--trust-proxy', '127.0.0.1,::1', '--log-level', 'warn'])
+    const base = /airlock proxy on (http:\/\/[^ ]+)\//.exec(await run.waitFor(/airlock proxy on http:\/\/[^ ]+\//))![1]!
+    try {
+      const statuses: number[] = []
+      // As nginx's $proxy_add_x_forwarded_for writes it: what the visitor sent, then the visitor's address.
+      for (let i = 0; i < 10; i++) statuses.push((await fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': `198.51.100.${i}, 203.0.113.5` } })).status)
+      // Before: `--trust-proxy` trusted every client, the rotating first entry was the client, 8 of 10 got in for a share of 2.
+      expect(statuses.filter((x) => x === 200).length, 'its share of 10: a quarter, rounded up').toBe(3)
+    } finally {
+      run.proc.kill('SIGTERM')
+      await run.exited
+    }
+  })
+})
+
 describe.runIf(redisAvailable || process.env.CI)('airlock proxy --workers', () => {
   let redis: PrivateRedis
   beforeAll(async () => {

@@ -30,6 +30,17 @@ describe('client keys', () => {
     expect(addressBlock('not an address')).toBeUndefined()
   })
 
+  it('an address as proxies write it (a port, brackets) is the address; text no parser reads is still a key (issue 38)', () => {
+    expect(addressBlock('203.0.113.7:80')).toBe('ip:203.0.113.7')
+    expect(addressBlock('[2001:db8::1]')).toBe('ip:2001:db8:0:0::/64')
+    expect(addressBlock('[2001:db8::1]:443')).toBe('ip:2001:db8:0:0::/64')
+    expect(addressBlock(' ::ffff:203.0.113.7 ')).toBe('ip:203.0.113.7')
+    expect(clientShareKey(undefined, '203.0.113.7:80')).toBe('ip:203.0.113.7')
+    // Before, such a client had no key, so nothing was counted against its share.
+    expect(clientShareKey(undefined, 'unknown')).toMatch(/^ip#[A-Za-z0-9_-]{22}$/)
+    expect(clientShareKey(undefined, 'Unknown ')).toBe(clientShareKey(undefined, 'unknown'))
+  })
+
   it("clientKey's answer wins; a long or unusual one is hashed; none and no address: no key", () => {
     expect(clientShareKey('user:42', '203.0.113.7')).toBe('k:user:42')
     expect(clientShareKey('Ada Lovelace <ada@example.com>', undefined)).toMatch(/^k#[A-Za-z0-9_-]{22}$/)

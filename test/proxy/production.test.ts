@@ -7,6 +7,8 @@
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -16,6 +18,7 @@ import WebSocket from 'ws'
 import { createProxy, type AirlockProxy, type ProxyOptions } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { closeAll, sleep, until } from '../helpers/wait.js'
+import { raw, statusOf } from '../helpers/hostile.js'
 import { nodeOrigin, phpOrigin, type Origin } from './origins.js'
 import { hit, nextAddress } from '../http/harness.js'
 
@@ -259,12 +262,14 @@ describe('clients and origins that leave midway', () => {
     expect(plain.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).not.toMatch(/; Secure/)
   })
 
-  it('a bypass rule judges the path up to ;: /admin;.css is gated (an origin may serve it as /admin), /app.css;v=2 is not', async () => {
-    const { base } = await proxy({ target: origin.url, limit: 1, bypass: [/\.css$/] })
+  it('a bypass rule judges the path up to ; and as sent: /admin;.css is gated (an origin may serve it as /admin), so is /app.css;v=2 under /\.css$/ (nginx reads the file app.css;v=2), not /static/app.css;v=2 under /static', async () => {
+    const { base } = await proxy({ target: origin.url, limit: 1, bypass: [/\.css$/, '/static'] })
     expect((await hit(`${base}/admin`, { from: nextAddress() })).status).toBe(200) // the only slot
-    const trick = await hit(`${base}/admin;.css`, { headers: { accept: 'application/json' }, from: nextAddress() })
-    expect(trick.status).toBe(503)
-    expect((await hit(`${base}/app.css;v=2`, { from: nextAddress() })).status).toBe(200)
+    for (const path of ['/admin;.css', '/app.css;v=2']) {
+      expect((await hit(`${base}${path}`, { headers: { accept: 'application/json' }, from: nextAddress() })).status, path).toBe(503)
+    }
+    expect((await hit(`${base}/app.css`, { from: nextAddress() })).status).toBe(200)
+    expect((await hit(`${base}/static/app.css;v=2`, { from: nextAddress() })).status).toBe(200)
   })
 
   it("the client share counts the client behind trusted hops (the nearest untrusted X-Forwarded-For address), else the connection's", async () => {
@@ -279,6 +284,57 @@ describe('clients and origins that leave midway', () => {
     const untrusted = await proxy({ target: origin.url, limit: 4 })
     expect((await get(untrusted.base, '203.0.113.1'))[0]).toBe(200)
     expect(await get(untrusted.base, '203.0.113.2')).toEqual([503, share]) // one connection address: one client
+  })
+
+  it('an address a trusted hop wrote with a port or brackets is counted as that address (issue 38: it had no share key)', async () => {
+    const get = (base: string, xff: string) => fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then((r) => r.status)
+    const { base } = await proxy({ target: origin.url, limit: 4, trustProxy: ['127.0.0.1'] })
+    expect(await get(base, '203.0.113.1:80')).toBe(200)
+    expect(await get(base, '203.0.113.1:4711')).toBe(503)
+    expect(await get(base, '203.0.113.1')).toBe(503)
+    expect(await get(base, '[2001:db8::1]')).toBe(200)
+    expect(await get(base, '[2001:db8::2]:443')).toBe(503) // the same /64
+  })
+})
+
+describe('upgrades other than WebSocket (issue 38: h2c smuggling)', () => {
+  /** An origin that accepts h2c as Jetty, Envoy or nghttpx do: 101, then anything on the socket is answered "TUNNEL". */
+  async function h2cOrigin(): Promise<{ url: string; upgrades: string[] }> {
+    const upgrades: string[] = []
+    const server = createServer((req, res) => res.end(`plain ${req.url} upgrade=${req.headers.upgrade ?? 'none'}`))
+    server.on('upgrade', (req, socket: Socket) => {
+      upgrades.push(String(req.headers.upgrade))
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n')
+      socket.on('data', () => socket.write('TUNNEL'))
+    })
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+    stoppers.push(() => new Promise((ok) => { server.closeAllConnections(); server.close(() => ok()) }))
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, upgrades }
+  }
+  const stoppers: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const s of stoppers.splice(0)) await s()
+  })
+
+  it('Upgrade: h2c on a bypassed path with the gate full never gets a 101: it is answered as a plain request', async () => {
+    const origin = await h2cOrigin()
+    const { base } = await proxy({ target: origin.url, limit: 1, bypass: ['/static'], clientShare: false })
+    expect((await fetch(`${base}/admin`)).status).toBe(200) // the only slot
+    expect((await fetch(`${base}/admin`, { headers: { accept: 'application/json' } })).status).toBe(503)
+    for (const upgrade of ['h2c', 'H2C', 'websocket, h2c', 'h2c, websocket', 'TLS/1.0', 'HTTP/2.0', 'anything']) {
+      const answer = await raw(base, `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: ${upgrade}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA`, '', { wait: 1_000 })
+      expect(statusOf(answer), upgrade).toBe(200)
+      expect(answer, upgrade).toContain('plain /static/x upgrade=none')
+      expect(answer, upgrade).toMatch(/connection: close/i)
+      // The tunnel the smuggler wanted, through which /admin would be served past the gate:
+      const tunnel = await raw(base, `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}`, 'GET /admin HTTP/1.1\r\nHost: shop\r\n\r\n', { wait: 500 })
+      expect(tunnel, upgrade).not.toContain('TUNNEL')
+    }
+    expect(origin.upgrades, 'the origin never saw an upgrade').toEqual([])
+    // Gated paths too: answered by the gate as any plain request.
+    expect(statusOf(await raw(base, 'GET /admin HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nAccept: application/json', '', { wait: 1_000 }))).toBe(503)
+    // With a body, Node leaves the request unparsed: refused.
+    expect(statusOf(await raw(base, 'POST /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 5', 'hello', { wait: 1_000 }))).toBe(400)
   })
 })
 
