@@ -2,14 +2,16 @@
 
 /**
  * Most values of one cookie name looked at in a request. A browser sends several when cookies of
- * the same name exist on several paths or domains (more specific paths first), so a genuine pass
- * may follow stale or planted ones; each costs at most one HMAC check.
+ * the same name exist on several paths or domains (more specific paths first, older first), so a
+ * genuine pass may follow stale ones, or ones a sibling subdomain planted to hide it (issue 38:
+ * 32 of them did). 256 is more than a request within Node's 16 KB header limit can carry of values
+ * as long as a pass; each costs at most one HMAC check, after cheap checks of its shape.
  */
-export const MAX_COOKIE_VALUES = 32
+export const MAX_COOKIE_VALUES = 256
 
 /**
  * Values of the cookie `name` in a `Cookie` header, in order (a browser sends several when cookies of
- * the same name exist on several paths), at most `max`. Surrounding double quotes are removed.
+ * the same name exist on several paths), each once, at most `max`. Surrounding double quotes are removed.
  */
 export function cookieValues(header: string | string[] | undefined, name: string, max = MAX_COOKIE_VALUES): string[] {
   const text = Array.isArray(header) ? header.join('; ') : header
@@ -28,7 +30,7 @@ export function cookieValues(header: string | string[] | undefined, name: string
     if (value.length >= 2 && value.charCodeAt(0) === 34 && value.charCodeAt(value.length - 1) === 34) {
       value = value.slice(1, -1)
     }
-    found.push(value)
+    if (!found.includes(value)) found.push(value)
     from = end
   }
   return found

@@ -176,7 +176,7 @@ class Figures {
 /**
  * The report's rows as CSV (RFC 4180, a header line, `\r\n` endings): one column per figure, and
  * one per reason and cause met in the range (`turnedAway.full`, `released.expiry`); durations in
- * seconds; an empty cell where a figure is unknown.
+ * seconds; an empty cell where a figure is unknown; text cells quoted and never a formula.
  */
 export function reportCsv(report: HistoryReport): string {
   const reasons = [...new Set(report.rows.flatMap((r) => Object.keys(r.turnedAwayBy)))].sort()
@@ -197,7 +197,6 @@ export function reportCsv(report: HistoryReport): string {
     'visitP50',
     'visitP90',
   ]
-  const cell = (v: number | string | null): string => (v === null ? '' : String(v))
   const lines = report.rows.map((r) =>
     [
       r.minute,
@@ -215,8 +214,21 @@ export function reportCsv(report: HistoryReport): string {
       r.visitP50,
       r.visitP90,
     ]
-      .map(cell)
+      .map(csvCell)
       .join(','),
   )
-  return `${[header.join(','), ...lines].join('\r\n')}\r\n`
+  return `${[header.map(csvCell).join(','), ...lines].join('\r\n')}\r\n`
+}
+
+/**
+ * One CSV cell: a number as it is, `null` empty; text quoted when it holds a comma, a quote or a
+ * line break (RFC 4180), and a leading `'` before text a spreadsheet would run as a formula (`=`,
+ * `+`, `-`, `@`, a tab or a carriage return first: OWASP's CSV injection advice). Reason and cause
+ * names come from the store, where anyone with access to it may have written them.
+ */
+function csvCell(v: number | string | null): string {
+  if (v === null) return ''
+  if (typeof v === 'number') return String(v)
+  const text = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
 }

@@ -8,7 +8,7 @@ import { cookieValues, firstCookie } from '../base/http.js'
 import { BYPASS, bypassWith } from './decisions.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import type { CookieSettings } from './options.js'
-import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PassCache, type PassFields } from './pass.js'
+import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PASS_VERSION, PassCache, type PassFields } from './pass.js'
 import type { BypassDecision, PassDecision } from './types.js'
 
 /** A pass checked against the store: live (a decision), `'dead'` (no pass), or the store failed. */
@@ -118,8 +118,13 @@ export class Passes {
     return `${this.s.cookie.name}=${value}${this.secureTail(`${this.s.cookie.tail}; Max-Age=${Math.ceil(life / 1000)}`, secure)}`
   }
 
-  /** The pass in a cookie value when it is correctly signed, of this gate, and unexpired. */
+  /**
+   * The pass in a cookie value when it is correctly signed, of this gate, and unexpired. Its shape,
+   * gate and written expiry are read before the HMAC, so junk and expired values cost no crypto.
+   */
   private valid(value: string, now: number): PassFields | null {
+    const f = value.split('~', 7)
+    if (f.length !== 6 || f[0] !== PASS_VERSION || f[1] !== this.s.gate || !(parseInt(f[3]!, 36) > now)) return null
     const pass = decodePass(this.#signer, value)
     return pass === null || pass.gate !== this.s.gate || pass.expiresAt <= now ? null : pass
   }

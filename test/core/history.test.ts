@@ -8,11 +8,11 @@ import { describe, expect, it } from 'vitest'
 import { createGate, type RequestView } from '../../src/gate/gate.js'
 import { MinuteTally } from '../../src/core/history.js'
 import { bucketBounds, bucketOf, BUCKETS, quantile } from '../../src/core/histogram.js'
-import { airlockReport } from '../../src/core/report.js'
+import { airlockReport, reportCsv, summarize } from '../../src/core/report.js'
 import { createWaitingRoom } from '../../src/core/waiting-room.js'
 import { historyFor } from '../../src/stores/history.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { expectCsvAgrees } from '../helpers/report.js'
+import { csvRecords, expectCsvAgrees } from '../helpers/report.js'
 import { recordingLogger } from '../helpers/stores.js'
 
 const T0 = Date.UTC(2026, 11, 1, 9, 0, 0)
@@ -155,6 +155,19 @@ describe('history on the memory store', () => {
     const report = await airlockReport({ store, name: 'g', from: t0 - MIN, to: Date.now() })
     expect(report.totals).toMatchObject({ admitted: 2, turnedAway: 3, turnedAwayBy: { full: 3 } })
     expect((await airlockReport({ store, name: 'off', from: t0 - MIN, to: Date.now() })).rows).toEqual([])
+  })
+
+  it('the CSV quotes what needs quoting and never writes a formula, whatever names the store holds (issue 38)', () => {
+    const report = summarize('g', 0, 0, [])
+    const row = { ...report.totals, minute: '2026-11-27T10:00:00.000Z', inLine: null, turnedAwayBy: { '=HYPERLINK("http://evil","x")': 2, 'a,b': 1, '@SUM(A1)': 1, '+1': 1, '-1': 1, 'say "hi"\r\nbye': 1, 'x\r\n=1+1': 1, full: 3 } }
+    const csv = reportCsv({ ...report, rows: [row] })
+    const records = csvRecords(csv)
+    expect(records.length, 'a header and one row').toBe(2)
+    const [header, values] = records
+    expect(header!.length).toBe(values!.length)
+    for (const cell of [...header!, ...values!]) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/)
+    expect(header).toEqual(expect.arrayContaining(['turnedAway.full', 'turnedAway.a,b', 'turnedAway.=HYPERLINK("http://evil","x")', 'turnedAway.say "hi"\r\nbye']))
+    expect(csv).toContain('"turnedAway.a,b"')
   })
 
   it('airlockReport checks its options', async () => {

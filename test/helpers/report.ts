@@ -2,11 +2,40 @@
 import { expect } from 'vitest'
 import { reportCsv, type HistoryReport } from '../../src/core/report.js'
 
+/** The records of a CSV text (RFC 4180: quoted cells with doubled quotes, commas and line breaks inside). */
+export function csvRecords(text: string): string[][] {
+  const records: string[][] = []
+  let record: string[] = []
+  let cell = ''
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"'
+        i++
+      } else if (c === '"') quoted = false
+      else cell += c
+    } else if (c === '"') quoted = true
+    else if (c === ',') {
+      record.push(cell)
+      cell = ''
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      record.push(cell)
+      records.push(record)
+      record = []
+      cell = ''
+      i++
+    } else cell += c
+  }
+  if (cell !== '' || record.length > 0) records.push([...record, cell])
+  return records
+}
+
 /** Parses the report's CSV back into objects keyed by its header. */
 export function parseCsv(text: string): Record<string, string>[] {
-  const [head, ...lines] = text.trimEnd().split('\r\n')
-  const keys = head!.split(',')
-  return lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [keys[i]!, v])))
+  const [keys, ...lines] = csvRecords(text)
+  return lines.map((l) => Object.fromEntries(l.map((v, i) => [keys![i]!, v])))
 }
 
 /** Checks that the CSV holds exactly the JSON rows (every figure, same order). */

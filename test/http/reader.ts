@@ -100,7 +100,7 @@ export function readerBehaviour(adapter: AdapterName): void {
       expect(plain.body).toBe('admit')
     })
 
-    it('finds the genuine pass behind many stale or planted cookies of the same name', async () => {
+    it('finds the genuine pass behind many stale or planted cookies of the same name (issue 38: 32 hid it)', async () => {
       const store = memoryStore()
       const app = await start({ gate: gate(store) })
       const reader = new Browser(app.url)
@@ -110,7 +110,9 @@ export function readerBehaviour(adapter: AdapterName): void {
       const signer = createSigner({ secrets: SECRET, context: PASS_CONTEXT })
       const stale = (i: number) =>
         encodePass(signer, { gate: 'default', token: `gone${i}AAAAAAAAAAAAAAAA`, expiresAt: Date.now() + 60_000, provisional: false })
-      const planted = Array.from({ length: 12 }, (_, i) => `airlock_pass=${i % 2 ? stale(i) : `junk${i}`}`)
+      // Forged: the shape of a pass, a future expiry, a MAC that is not the gate's.
+      const forged = (i: number) => `${stale(i).slice(0, -43)}${'A'.repeat(42)}${i % 10}`
+      const planted = Array.from({ length: 48 }, (_, i) => `airlock_pass=${i % 8 === 0 ? stale(i) : i % 2 ? forged(i) : `junk${i}`}`)
       const r = await hit(`${app.url}/kind`, { headers: { cookie: [...planted, `airlock_pass=${genuine}`].join('; ') } })
       expect(r.body).toBe('pass')
       expect(await held(store)).toBe(1)
