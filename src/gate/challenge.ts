@@ -49,7 +49,7 @@ export const CALM = { newPerSecond: 10, waiting: 1000 } as const
  */
 export const DEFAULT_DIFFICULTY = 17
 
-const KEYS = ['difficulty', 'maxDifficulty', 'ttl', 'failed', 'noscriptDelay'] as const
+const KEYS = ['difficulty', 'maxDifficulty', 'ttl', 'failed', 'noscriptDelay', 'noscriptRate'] as const
 
 function bits(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 32) {
@@ -60,7 +60,7 @@ function bits(option: string, value: unknown, min: number): number {
 
 /**
  * Settles `queue.challenge`: `undefined` or `false` is off (undefined), `true` the defaults, an
- * object `{ difficulty, maxDifficulty, ttl, failed, noscriptDelay }` overrides some of them.
+ * object `{ difficulty, maxDifficulty, ttl, failed, noscriptDelay, noscriptRate }` overrides some of them.
  * Throws `ERR_AIRLOCK_OPTION` with a sentence naming the option.
  */
 export function challengeSettings(option: unknown): ChallengeSettings | undefined {
@@ -77,7 +77,15 @@ export function challengeSettings(option: unknown): ChallengeSettings | undefine
     ttl: duration('queue.challenge.ttl', o.ttl ?? 60_000),
     failed: oneOf('queue.challenge.failed', o.failed ?? 'refuse', ['refuse', 'shadow']),
     noscriptDelay: duration('queue.challenge.noscriptDelay', o.noscriptDelay ?? 15_000),
+    noscriptRate: rate('queue.challenge.noscriptRate', o.noscriptRate ?? 1),
   }
+}
+
+function rate(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1_000_000) {
+    optionError(`${option} must be a number of visitors a second, 0 or more (0: none gets in without JavaScript), got ${received(value)}`)
+  }
+  return value
 }
 
 /** What {@link Challenges.verify} found. Only `'ok'` earns a place. */

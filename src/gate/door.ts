@@ -2,7 +2,8 @@
  * The waiting room's door (`queue.challenge`): before a new visitor gets a slot or a place, its
  * page solves a small proof of work (see challenge.ts), bound to a visitor id the door cookie
  * carries. A visitor without JavaScript is let in once its door cookie is `noscriptDelay` old (its
- * page reloads itself then): a slower door, never a dead end. A wrong, forged or replayed solution
+ * page reloads itself then), at most `noscriptRate` such visitors a second: a slower door, never a
+ * dead end, and not a free one for clients that compute nothing. A wrong, forged or replayed solution
  * is refused, or (`failed: 'shadow'`) shown a line that never moves.
  */
 import { cookieValues } from '../base/http.js'
@@ -57,9 +58,28 @@ class Pressure {
   }
 }
 
+/** The no-JavaScript path's allowance: `rate` a second, ten seconds' worth at most (a token bucket). */
+class Allowance {
+  private tokens: number
+  private at = 0
+
+  constructor(private readonly rate: number) {
+    this.tokens = rate * 10
+  }
+
+  take(now: number): boolean {
+    this.tokens = Math.min(this.rate * 10, this.tokens + ((now - this.at) / 1000) * this.rate)
+    this.at = now
+    if (this.tokens < 1) return false
+    this.tokens -= 1
+    return true
+  }
+}
+
 export class Door {
   readonly challenges: Challenges
   readonly pressure = new Pressure()
+  private readonly noscript: Allowance
   private readonly open: Signer
   private readonly shadow: Signer
   private readonly json: Readonly<Record<string, string>>
@@ -75,6 +95,7 @@ export class Door {
     private readonly languages: PageLanguages = new PageLanguages(),
   ) {
     this.challenges = new Challenges(gate, secrets, settings)
+    this.noscript = new Allowance(settings.noscriptRate)
     this.open = createSigner({ secrets, context: 'airlock-door', maxLength: TICKET_MAX_LENGTH })
     this.shadow = createSigner({ secrets, context: 'airlock-shadow', maxLength: TICKET_MAX_LENGTH })
     const common = { 'cache-control': 'no-store', vary: 'Accept' }
@@ -95,8 +116,9 @@ export class Door {
     const ms = now - opened.issuedAt
     if (verdict === 'ok') return { kind: 'enter', visitorId: opened.visitorId, via: 'solved', ms }
     if (verdict === 'missing' || verdict === 'expired') {
-      // Waiting was the proof: a page without JavaScript reloads itself after noscriptDelay.
-      if (verdict === 'missing' && ms >= this.settings.noscriptDelay) return { kind: 'enter', visitorId: opened.visitorId, via: 'noscript', ms }
+      // Waiting was the proof: a page without JavaScript reloads itself after noscriptDelay. So
+      // that clients computing nothing cannot flood in this way, at most noscriptRate a second.
+      if (verdict === 'missing' && ms >= this.settings.noscriptDelay && this.noscript.take(now)) return { kind: 'enter', visitorId: opened.visitorId, via: 'noscript', ms }
       return { kind: 'challenge', visitorId: opened.visitorId, setCookie: false }
     }
     if (this.settings.failed === 'shadow') return { kind: 'shadow', visitorId: opened.visitorId, setCookie: true }

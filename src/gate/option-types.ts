@@ -23,7 +23,7 @@ export interface GateQueueOptions extends Partial<QueueSettings> {
   page?: WaitingPage
   /**
    * A proof-of-work door before a new place or slot (off by default): `true`, or `{ difficulty,
-   * maxDifficulty, ttl, failed: 'refuse' | 'shadow', noscriptDelay }`. See docs/waiting-room.md "Bots".
+   * maxDifficulty, ttl, failed: 'refuse' | 'shadow', noscriptDelay, noscriptRate }`. See docs/waiting-room.md "Bots".
    */
   challenge?: boolean | Partial<ChallengeSettings>
 }
@@ -48,6 +48,13 @@ export interface ChallengeSettings {
    * old (ms). Waiting is the no-JavaScript visitor's proof of work. Default 15 000.
    */
   noscriptDelay: number
+  /**
+   * Visitors a second this instance lets in without a solution (the `noscriptDelay` path), ten
+   * seconds' worth at once. A visitor past it is shown the challenge again (its page reloads after
+   * `noscriptDelay`): clients that compute nothing get at most this many places a second however
+   * many they are. `0`: none gets in without JavaScript. Default 1.
+   */
+  noscriptRate: number
 }
 
 /** The `clientShare` option. */

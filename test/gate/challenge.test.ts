@@ -46,6 +46,7 @@ describe('queue.challenge settings', () => {
       ttl: 60_000,
       failed: 'refuse',
       noscriptDelay: 15_000,
+      noscriptRate: 1,
     })
     expect(challengeSettings({ difficulty: 10, failed: 'shadow', ttl: 5000, noscriptDelay: 1000 })).toEqual({
       difficulty: 10,
@@ -53,6 +54,7 @@ describe('queue.challenge settings', () => {
       ttl: 5000,
       failed: 'shadow',
       noscriptDelay: 1000,
+      noscriptRate: 1,
     })
     expect(challengeSettings({ difficulty: 30 })!.maxDifficulty).toBe(32)
     expect(challengeSettings({ difficulty: 12, maxDifficulty: 12 })!.maxDifficulty).toBe(12)
@@ -69,6 +71,8 @@ describe('queue.challenge settings', () => {
     expect(optionMessage({ maxDifficulty: 33 })).toMatch(/^queue\.challenge\.maxDifficulty .*got 33$/)
     expect(optionMessage({ ttl: 0 })).toBe("queue.challenge.ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0")
     expect(optionMessage({ noscriptDelay: -1 })).toMatch(/^queue\.challenge\.noscriptDelay must be a positive number of milliseconds/)
+    expect(optionMessage({ noscriptRate: -1 })).toMatch(/^queue\.challenge\.noscriptRate must be a number of visitors a second, 0 or more \(0: none gets in without JavaScript\), got -1$/)
+    expect(optionMessage({ noscriptRate: Number.NaN })).toMatch(/noscriptRate .*got NaN$/)
     expect(optionMessage({ failed: 'block' })).toBe("queue.challenge.failed must be one of 'refuse', 'shadow', got \"block\"")
     expect(optionMessage({ dificulty: 12 })).toMatch(/^queue\.challenge has no option 'dificulty' \(did you mean 'difficulty'\?\); known options are difficulty, maxDifficulty/)
     expect(optionMessage('yes')).toMatch(/^queue\.challenge must be true, false or an object .*got "yes"$/)

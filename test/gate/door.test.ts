@@ -97,6 +97,22 @@ describe('the proof-of-work door', () => {
     expect(events.find((e) => e.outcome === 'noscript')?.ms).toBeGreaterThanOrEqual(600)
   })
 
+  it('clients that compute nothing get at most noscriptRate places a second through the no-JavaScript path (issue 38)', async () => {
+    // A limit of 1 and a line: each client let through takes a place.
+    const app = await open({ noscriptDelay: 300, noscriptRate: 0.5 }, { clientShare: false })
+    const bots = Array.from({ length: 30 }, () => new Browser(app.url))
+    for (const b of bots) expect((await b.get('/kind', { headers: JSON_ACCEPT })).status).toBe(202) // a door cookie each, no work
+    await sleep(400)
+    // Through the door: admitted (the route's "admit") or queued; the others get the challenge again.
+    const through = (await Promise.all(bots.map((b) => b.get('/kind', { headers: JSON_ACCEPT })))).filter((r) => !r.body.includes('"challenge"'))
+    // Ten seconds' worth at once (5), and what half a second a second adds while they ask.
+    expect(through.length).toBeGreaterThanOrEqual(5)
+    expect(through.length).toBeLessThanOrEqual(6)
+    const { held, waiting } = await store.state('default')
+    expect(held + waiting).toBe(through.length)
+    expect(events.filter((e) => e.outcome === 'noscript')).toHaveLength(through.length)
+  })
+
   it("failed: 'shadow': a forged solution is shown a place that never moves, and takes none", async () => {
     const app = await open({ failed: 'shadow' })
     const holder = new Browser(app.url)
