@@ -55,6 +55,9 @@ export interface LockServerOptions {
   queue?: LockQueueOptions
 }
 
+/** How long a client may take to send a whole request, body included (ms). */
+const REQUEST_TIMEOUT = 30_000
+
 const OPTION_KEYS = ['store', 'apiKeys', 'resources', 'bodyLimit', 'dataFormat', 'storeTimeout', 'logger', 'queue'] as const
 
 declare module 'fastify' {
@@ -97,6 +100,8 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
   const fastify = loadPeer<typeof import('fastify').default>('fastify', 'createLockServer()')
   const app = fastify({
     bodyLimit,
+    // A request (its body included) arrives within 30 s or is answered 408 (Node's default: 5 minutes).
+    requestTimeout: REQUEST_TIMEOUT,
     ...(isLoggerInstance(logger) ? { loggerInstance: logger } : { logger: logger as FastifyServerOptions['logger'] }),
   }) as unknown as FastifyInstance
   const guard = new StoreGuard({

@@ -265,6 +265,8 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       socket.end(rawHead(400, 'Bad Request', { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body)
       return
     }
+    // Node no longer reads this socket: a client that ends its side is gone (no half-open socket left).
+    socket.once('end', () => socket.destroy())
     const res = new ServerResponse(req)
     res.shouldKeepAlive = false
     res.assignSocket(socket as Socket)

@@ -262,7 +262,7 @@ describe('clients and origins that leave midway', () => {
     expect(plain.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).not.toMatch(/; Secure/)
   })
 
-  it('a bypass rule judges the path up to ; and as sent: /admin;.css is gated (an origin may serve it as /admin), so is /app.css;v=2 under /\.css$/ (nginx reads the file app.css;v=2), not /static/app.css;v=2 under /static', async () => {
+  it('a bypass rule judges the path up to ; and as sent: /admin;.css is gated (an origin may serve it as /admin), so is /app.css;v=2 under a .css$ pattern (nginx reads the file app.css;v=2), not /static/app.css;v=2 under /static', async () => {
     const { base } = await proxy({ target: origin.url, limit: 1, bypass: [/\.css$/, '/static'] })
     expect((await hit(`${base}/admin`, { from: nextAddress() })).status).toBe(200) // the only slot
     for (const path of ['/admin;.css', '/app.css;v=2']) {

@@ -1,0 +1,108 @@
+/**
+ * Hostile clients against the package's other servers, each a process (issue 38): `airlock serve`
+ * (the HTTP lock service: its bodies are Fastify's, within the service's limit and 30 s)
+ * and `airlock dashboard` on a private Redis. The process never exits, and every honest request
+ * meanwhile is answered.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
+import { abuse, cli, cutBody, expectAlive, get, honest, pooled, signIn, stopsCleanly, type Endpoint, type Target } from './harness.js'
+
+const KEY = 'a-hostile-suite-write-key-of-some-length'
+
+describe('airlock serve (the lock service)', () => {
+  let target: Target
+  beforeAll(async () => {
+    target = await cli(['serve', '--port', '0', '--log-level', 'info'], { AIRLOCK_WRITE_KEY: KEY }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+    const auth = { 'x-api-key': KEY, 'content-type': 'application/json' }
+    expect((await get(`${target.base}/resource`, { method: 'POST', headers: auth, body: '{"name":"printer","timeout":60}' })).status).toBe(201)
+  })
+  afterAll(() => target?.stop())
+
+  const json = { 'X-Api-Key': KEY, 'Content-Type': 'application/json' }
+  const endpoints: Endpoint[] = [
+    { method: 'POST', path: '/resource', headers: json, body: '{"name":"printer","timeout":60}' },
+    { method: 'PUT', path: '/resource/printer/tray1/lock', headers: json, body: '' },
+    { method: 'PUT', path: '/resource/printer/tray1', headers: { ...json, 'X-Ticket': 'not-a-ticket' }, body: '{"paper":"A4","sheets":[1,2,3]}' },
+    { method: 'POST', path: '/resource/printer/tray1/unlock', headers: { ...json, 'X-Ticket': 'not-a-ticket' }, body: '{}' },
+    { method: 'GET', path: '/resource/printer/tray1?lock=0', headers: json },
+    { method: 'DELETE', path: '/resource/nothing', headers: json },
+  ]
+  const run = async (work: () => Promise<void>): Promise<void> => {
+    const health = honest('a health check', () => get(`${target.base}/health`), (s) => s === 200)
+    const reader = honest('a reader', () => get(`${target.base}/resource/printer`, { headers: { 'x-api-key': KEY } }), (s) => s === 200)
+    await work()
+    for (const r of await Promise.all([health.stop(), reader.stop()])) {
+      expect(r.failures).toEqual([])
+      expect(r.answered).toBeGreaterThan(0)
+    }
+    expectAlive(target)
+  }
+
+  it('every route against every hostile client: the process stays up, every honest request is answered', { timeout: 120_000 }, async () => {
+    await run(async () => {
+      for (const ep of endpoints) await abuse(target.base, ep)
+    })
+  })
+
+  it('1,000 cut-off bodies on each POST and PUT while honest requests run', { timeout: 120_000 }, async () => {
+    await run(async () => {
+      for (const ep of endpoints.filter((e) => e.body !== undefined && e.body !== '')) {
+        await pooled(Array.from({ length: 1_000 }, (_, i) => () => cutBody(target.base, ep, i % ep.body!.length, ep.body!.length + 50)), 20)
+      }
+    })
+  })
+
+  it('after all of it, SIGTERM stops it at once (exit 0)', async () => {
+    await stopsCleanly(target)
+  })
+})
+
+describe.runIf(redisAvailable || process.env.CI)('airlock dashboard on a private Redis', () => {
+  let redis: PrivateRedis
+  let target: Target
+  let cookie: string
+  beforeAll(async () => {
+    requireRedis()
+    redis = await startRedis()
+    target = await cli(['dashboard', '--redis', redis.url, '--name', 'shop', '--port', '0'], {}, /airlock dashboard on (http:\/\/[^ /]+)/)
+    cookie = await signIn(target.base)
+  }, 60_000)
+  afterAll(async () => {
+    await target?.stop()
+    await redis?.stop()
+  })
+
+  const endpoints = (): Endpoint[] => [
+    { method: 'POST', path: '/', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'token=not-the-token-xxxxxxxx' },
+    { method: 'POST', path: '/control', headers: { Cookie: cookie, 'Content-Type': 'application/json', 'X-Airlock-Dashboard': '1' }, body: '{"name":"shop","patch":{"limit":3}}' },
+    { method: 'GET', path: '/events', headers: { Cookie: cookie } },
+    { method: 'GET', path: '/history?name=shop&range=hour', headers: { Cookie: cookie } },
+  ]
+  const run = async (work: () => Promise<void>): Promise<void> => {
+    const operator = honest('the operator', () => get(`${target.base}/state`, { headers: { cookie } }), (s) => s === 200)
+    await work()
+    const r = await operator.stop()
+    expect(r.failures).toEqual([])
+    expect(r.answered).toBeGreaterThan(0)
+    expectAlive(target)
+  }
+
+  it('every route against every hostile client: the process stays up, the operator is answered throughout', { timeout: 120_000 }, async () => {
+    await run(async () => {
+      for (const ep of endpoints()) await abuse(target.base, ep)
+    })
+  })
+
+  it('1,000 cut-off bodies on the sign-in and the control POST while the operator polls', { timeout: 120_000 }, async () => {
+    await run(async () => {
+      for (const ep of endpoints().filter((e) => e.method === 'POST')) {
+        await pooled(Array.from({ length: 1_000 }, (_, i) => () => cutBody(target.base, ep, i % ep.body!.length, ep.body!.length + 50)), 20)
+      }
+    })
+  })
+
+  it('after all of it, SIGTERM stops it at once (exit 0)', async () => {
+    await stopsCleanly(target)
+  })
+})
