@@ -34,10 +34,12 @@ export interface ProxyOptions extends GateOptions<IncomingMessage> {
   /** `false`: forward without the gate (to compare). Default `true`. */
   gated?: boolean
   /**
-   * Trust the forwarding headers (`X-Forwarded-For/-Proto/-Host`, `X-Real-IP`, `Forwarded`) a client
-   * sends: `true` (every client: only behind a proxy you run), or the addresses and CIDRs of your
-   * load balancer (`'10.0.0.0/8'`, `['10.0.0.5', '::1']`). Default `false`: they are replaced with
-   * what the proxy saw.
+   * The proxies in front (nginx, a load balancer), whose `X-Forwarded-For` names the client (read
+   * from the right, past each trusted hop) and whose `X-Forwarded-Proto` the scheme: their
+   * addresses and CIDRs (`'10.0.0.0/8'`, `['10.0.0.5', '::1']`), the names `loopback`,
+   * `linklocal`, `uniquelocal`, or `true` (every peer: only where nothing else reaches the port).
+   * Default `false`: the client is the connection's peer. Either way the forwarding headers the
+   * origin gets are the proxy's own; a client's are dropped.
    */
   trustProxy?: boolean | string | string[]
   /** Serve the operator's dashboard at `path` (default `/airlock`) behind `token`. */
