@@ -286,9 +286,24 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     else if (log.enabled('info')) log.info(fields, 'upgrade')
   }
 
-  const server = createServer({ requireHostHeader: false }, (req, res) => handle(req, res, false))
-  server.on('checkContinue', (req, res) => handle(req, res, true))
-  server.on('upgrade', upgrade)
+  // Whatever goes wrong with one request is that request's 500, never the process's end.
+  const guarded = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+    try {
+      handle(req, res, expectsContinue)
+    } catch (err) {
+      fail(req, res, err)
+    }
+  }
+  const server = createServer({ requireHostHeader: false }, (req, res) => guarded(req, res, false))
+  server.on('checkContinue', (req, res) => guarded(req, res, true))
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      upgrade(req, socket, head)
+    } catch (err) {
+      log?.error({ method: req.method, url: req.url, cause: (err as Error).message }, 'the gate failed')
+      socket.destroy()
+    }
+  })
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
 
