@@ -26,6 +26,8 @@ subset() {
   grep -l "^behaviour('" test/http/*.test.ts
   echo test/fastify.test.ts             # the Fastify plugin's own cases (several gates, route config)
   echo test/proxy/proxy.test.ts         # airlock-shield/proxy: node:http server, undici to the origin
+  echo test/proxy/production.test.ts    # ...its upgrades (an h2c one answered on the upgrade's socket), uploads, headers
+  echo test/http/upgrade.test.ts        # WebSockets holding their slot: @fastify/websocket, express-ws, the proxy
   echo test/examples-nestjs.test.ts     # NestJS on its Express and Fastify platforms
   echo test/stores/memory.test.ts       # the store contract on the memory store...
   echo test/stores/redis.test.ts        # ...on a private redis-server...
