@@ -7,7 +7,7 @@
  * corpus it serves as the gated page (so the corpus is known to bite); then, behind the gate, none
  * may, while `/static/` itself still goes through.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -20,7 +20,8 @@ import { airlockShield } from '../../src/fastify.js'
 import { createProxy, type AirlockProxy } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { freePort } from '../helpers/redis.js'
-import { until } from '../helpers/wait.js'
+import { hasNginx, startNginx } from '../helpers/nginx.js'
+import { spawned } from '../proxy/origins.js'
 
 const SECRET = 'a-bypass-prefix-test-secret-of-32-bytes'
 const GATED = 'GATED PAGE'
@@ -73,35 +74,13 @@ afterAll(async () => {
   for (const s of stops.splice(0).reverse()) await s()
 })
 
-function spawned(cmd: string, args: string[], cwd: string, url: string): Promise<Origin & { proc: ChildProcess }> {
-  const proc = spawn(cmd, args, { cwd, stdio: 'ignore' })
-  const stop = (): Promise<void> =>
-    new Promise((done) => {
-      if (proc.exitCode !== null) return done()
-      proc.once('exit', () => done())
-      proc.kill('SIGTERM')
-    })
-  stops.push(stop)
-  return until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 15_000, 50).then(() => ({ url, paths: [], stop, proc }))
-}
-
 /** nginx with `/admin...` as the gated pages and `/static/` as the public files (it routes after resolving the path). */
 async function nginx(): Promise<Origin> {
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-bypass-nginx-'))
-  const port = await freePort()
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
-events { worker_connections 64; }
-http { access_log off; ${temp}
-  server { listen 127.0.0.1:${port};
+  const o = await startNginx(`
     location /admin { return 200 "${GATED}"; }
     location /static/ { return 200 "static file"; }
-    location / { return 200 "public"; } } }
-`,
-  )
-  const o = await spawned('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], dir, `http://127.0.0.1:${port}`)
+    location / { return 200 "public"; }`)
+  stops.push(o.stop)
   return { ...o, paths: corpus('admin') }
 }
 
@@ -113,7 +92,8 @@ async function php(): Promise<Origin> {
   writeFileSync(join(dir, 'admin.php'), `<?php echo '${GATED}';`)
   writeFileSync(join(dir, 'index.php'), `<?php echo 'public';`)
   const port = await freePort()
-  const o = await spawned('php', ['-S', `127.0.0.1:${port}`, '-t', dir], dir, `http://127.0.0.1:${port}`)
+  const o = await spawned('php', ['-S', `127.0.0.1:${port}`, '-t', dir], dir, port)
+  stops.push(o.stop)
   return { ...o, paths: corpus('admin.php') }
 }
 
@@ -164,7 +144,7 @@ const has = (cmd: string, arg: string): boolean => spawnSync(cmd, [arg]).error =
 const inCi = process.env.CI === 'true'
 
 describe('a bypass prefix lets through only what every origin reads under it (issue 38)', () => {
-  it.skipIf(!has('nginx', '-v') && !inCi)('nginx behind airlock proxy --bypass /static: none of the corpus reaches its gated page', async () => {
+  it.skipIf(!hasNginx && !inCi)('nginx behind airlock proxy --bypass /static: none of the corpus reaches its gated page', async () => {
     const origin = await nginx()
     const bare = await reaching(origin.url, origin.paths)
     expect(bare.length, 'nginx resolves some of the corpus to /admin').toBeGreaterThan(10)

@@ -7,11 +7,7 @@
  * The rules are the kind a site writes: everything outside `/admin` is public (`/^\/(?!admin)/`),
  * directory indexes are public (`/\/$/`), so are stylesheets (`/\.css$/`).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
 import { request as httpRequest, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import express5 from 'express'
 import express4 from 'express4'
 import Fastify, { type FastifyServerOptions } from 'fastify'
@@ -20,9 +16,9 @@ import { airlock } from '../../src/express.js'
 import { airlockShield } from '../../src/fastify.js'
 import { createProxy } from '../../src/proxy.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import { freePort } from '../helpers/redis.js'
+import { hasNginx, startNginx } from '../helpers/nginx.js'
 import { recordingLogger } from '../helpers/stores.js'
-import { sleep, until } from '../helpers/wait.js'
+import { sleep } from '../helpers/wait.js'
 
 const SECRET = 'a-one-path-test-secret-of-32-bytes!!'
 const BYPASS = [/^\/(?!admin)/, /\/$/, /\.css$/]
@@ -132,35 +128,18 @@ async function expressSite(version: 4 | 5, settings: Record<string, boolean>, ga
 async function nginxOrigin(): Promise<{ url: string; stop(): Promise<void>; free(): void; holder: Holder }> {
   const h = holder()
   const hang = await listen((_req, res) => void h.wait().then(() => res.end('held')))
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-one-path-'))
-  const port = await freePort()
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
-events { worker_connections 64; }
-http { access_log off; ${temp}
-  server { listen 127.0.0.1:${port};
+  const nginx = await startNginx(`
     location = /admin { return 200 "admin"; }
     location = /admin/hold { proxy_pass ${hang.base}; }
-    location / { return 200 "other"; } } }
-`,
-  )
-  const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' })
-  const url = `http://127.0.0.1:${port}`
-  await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 10_000, 50)
+    location / { return 200 "other"; }`)
   return {
-    url,
+    url: nginx.url,
     free: h.free,
     holder: h,
     stop: async () => {
       h.free()
       hang.server.close()
-      if (proc.exitCode === null) {
-        const exited = new Promise((r) => proc.once('exit', r))
-        proc.kill('SIGTERM')
-        await exited
-      }
+      await nginx.stop()
     },
   }
 }
@@ -203,7 +182,6 @@ const SET_UPS: SetUp[] = [
   },
 ]
 
-const hasNginx = spawnSync('nginx', ['-v']).error === undefined
 
 describe('bypass rules judge the path the framework routes (issue 25)', () => {
   for (const setUp of SET_UPS) {

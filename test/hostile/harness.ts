@@ -235,8 +235,14 @@ export async function signIn(dashboard: string): Promise<string> {
   return r.headers.get('set-cookie')!.split(';')[0]!
 }
 
+/** `count` requests to `ep` whose bodies are cut off, each at another point, twenty at a time. */
+export function cutOffs(base: string, ep: Endpoint, count = 1_000): Promise<void> {
+  const body = ep.body ?? 'x=1'
+  return pooled(Array.from({ length: count }, (_, i) => () => cutBody(base, ep, i % body.length, body.length + 50)), 20)
+}
+
 /** Runs `tasks` with at most `width` at once. */
-export async function pooled(tasks: (() => Promise<unknown>)[], width: number): Promise<void> {
+async function pooled(tasks: (() => Promise<unknown>)[], width: number): Promise<void> {
   let next = 0
   await Promise.all(
     Array.from({ length: width }, async () => {

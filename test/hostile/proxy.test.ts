@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nextAddress } from '../http/harness.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { nodeOrigin } from '../proxy/origins.js'
-import { abuse, cli, cutBody, expectAlive, get, honest, pooled, signIn, stopsCleanly, type Endpoint, type Target } from './harness.js'
+import { abuse, cli, cutOffs, expectAlive, get, honest, signIn, stopsCleanly, type Endpoint, type Target } from './harness.js'
 
 type Origin = Awaited<ReturnType<typeof nodeOrigin>>
 
@@ -45,7 +45,7 @@ const dashboardPosts = (cookie: string): Endpoint[] => endpoints(cookie).filter(
 
 const thousandCutOffs = async (base: string, cookie: string): Promise<void> => {
   for (const ep of dashboardPosts(cookie)) {
-    await pooled(Array.from({ length: 1_000 }, (_, i) => () => cutBody(base, ep, i % ep.body!.length, ep.body!.length + 50)), 20)
+    await cutOffs(base, ep)
   }
 }
 

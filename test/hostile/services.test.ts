@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
-import { abuse, cli, cutBody, expectAlive, get, honest, pooled, signIn, stopsCleanly, type Endpoint, type Target } from './harness.js'
+import { abuse, cli, cutOffs, expectAlive, get, honest, signIn, stopsCleanly, type Endpoint, type Target } from './harness.js'
 
 const KEY = 'a-hostile-suite-write-key-of-some-length'
 
@@ -48,7 +48,7 @@ describe('airlock serve (the lock service)', () => {
   it('1,000 cut-off bodies on each POST and PUT while honest requests run', { timeout: 120_000 }, async () => {
     await run(async () => {
       for (const ep of endpoints.filter((e) => e.body !== undefined && e.body !== '')) {
-        await pooled(Array.from({ length: 1_000 }, (_, i) => () => cutBody(target.base, ep, i % ep.body!.length, ep.body!.length + 50)), 20)
+        await cutOffs(target.base, ep)
       }
     })
   })
@@ -97,7 +97,7 @@ describe.runIf(redisAvailable || process.env.CI)('airlock dashboard on a private
   it('1,000 cut-off bodies on the sign-in and the control POST while the operator polls', { timeout: 120_000 }, async () => {
     await run(async () => {
       for (const ep of endpoints().filter((e) => e.method === 'POST')) {
-        await pooled(Array.from({ length: 1_000 }, (_, i) => () => cutBody(target.base, ep, i % ep.body!.length, ep.body!.length + 50)), 20)
+        await cutOffs(target.base, ep)
       }
     })
   })

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nextAddress } from '../http/harness.js'
-import { abuse, cutBody, expectAlive, get, honest, pooled, signIn, site, stopsCleanly, type Endpoint, type Target } from './harness.js'
+import { abuse, cutOffs, expectAlive, get, honest, signIn, site, stopsCleanly, type Endpoint, type Target } from './harness.js'
 
 describe.each(['fastify', 'express'] as const)('a %s site with the gate, the dashboard and metrics', (framework) => {
   let target: Target
@@ -59,11 +59,7 @@ describe.each(['fastify', 'express'] as const)('a %s site with the gate, the das
   it("1,000 cut-off bodies on each of the dashboard's POSTs while honest requests run: never an exit, never an unanswered request", { timeout: 120_000 }, async () => {
     const done = honestTraffic()
     for (const ep of endpoints().filter((e) => e.path.startsWith('/airlock/') && e.method === 'POST')) {
-      const body = ep.body!
-      await pooled(
-        Array.from({ length: 1_000 }, (_, i) => () => cutBody(target.base, ep, i % body.length, body.length + 50)),
-        20,
-      )
+      await cutOffs(target.base, ep)
     }
     await done()
   })

@@ -5,55 +5,12 @@
  * `X-Forwarded-For` gets its share and no more; an operator signed in to the dashboard is never
  * turned away while someone else guesses tokens.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../helpers/redis.js'
-import { until } from '../helpers/wait.js'
+import { hasNginx, startNginx, type Nginx } from '../helpers/nginx.js'
 import { nextAddress } from '../http/harness.js'
 import { cli, TOKEN, type Target } from '../hostile/harness.js'
 import { phpOrigin, type Origin } from './origins.js'
-
-const hasNginx = spawnSync('nginx', ['-v']).error === undefined
-
-/** nginx on a free port in front of `upstream`, set up as the docs' recipe does. */
-async function nginxInFront(upstream: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'airlock-nginx-front-'))
-  const port = await freePort()
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
-events { worker_connections 256; }
-http { access_log off; ${temp}
-  server { listen 127.0.0.1:${port};
-    location / {
-      proxy_pass ${upstream};
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Real-IP $remote_addr;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-    } } }
-`,
-  )
-  const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' })
-  const url = `http://127.0.0.1:${port}`
-  await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 10_000, 50)
-  return {
-    url,
-    stop: () =>
-      new Promise((done) => {
-        if (proc.exitCode !== null) return done()
-        proc.once('exit', () => done())
-        proc.kill('SIGTERM')
-      }),
-  }
-}
 
 const agents = new Map<string, Agent>()
 /** A request from the loopback address `from` (nginx's $remote_addr). */
@@ -67,11 +24,21 @@ async function from(address: string, url: string, headers: Record<string, string
 describe.skipIf(!hasNginx && process.env.CI !== 'true')('airlock proxy --trust-proxy 127.0.0.1 behind nginx, in front of PHP (issue 38)', () => {
   let php: Origin
   let proxy: Target
-  let nginx: { url: string; stop(): Promise<void> }
+  let nginx: Nginx
   beforeAll(async () => {
     php = await phpOrigin()
     proxy = await cli(['proxy', '--target', php.url, '--port', '0', '--limit', '10', '--trust-proxy', '127.0.0.1', '--dashboard', '/airlock', '--log-level', 'warn'])
-    nginx = await nginxInFront(proxy.base)
+    // As the docs' recipe sets nginx up in front of the proxy.
+    nginx = await startNginx(`
+    location / {
+      proxy_pass ${proxy.base};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }`)
   }, 60_000)
   afterAll(async () => {
     await nginx?.stop()

@@ -13,7 +13,8 @@ export interface Origin {
   stop(): Promise<void>
 }
 
-async function spawned(cmd: string, args: string[], cwd: string, port: number): Promise<Origin> {
+/** `cmd args` in `cwd`, serving on `port`: resolves once it answers `GET /`. */
+export async function spawned(cmd: string, args: string[], cwd: string, port: number): Promise<Origin> {
   const proc: ChildProcess = spawn(cmd, args, { cwd, stdio: 'ignore' })
   const url = `http://127.0.0.1:${port}`
   await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 15_000, 100)
