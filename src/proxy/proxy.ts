@@ -110,7 +110,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const gate = gated ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store }) : undefined
   const rules: ForwardRules = { passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
   const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
-  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'], secret: gateOptions.secret, ...(log ? { logger: log } : {}) }) }
+  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'], secret: gateOptions.secret, trustProxy, ...(log ? { logger: log } : {}) }) }
   const metrics = metricsPath === undefined ? undefined : await mountMetrics()
 
   /** What the proxy vouches for to the origin: the client it decided on, the trusted chain, the scheme, the host. */
