@@ -34,6 +34,12 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
     ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
   })
   const head = options.bare ? '<link rel="icon" href="data:,">' : '<link rel="stylesheet" href="/static/app.css">'
+  // What the browser's own requests got, for the failure message (the crowd's are left out).
+  const seen: string[] = []
+  const t0 = Date.now()
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.headers['user-agent']?.includes('Chrome')) seen.push(`${Date.now() - t0} ms ${req.url} ${reply.statusCode}${req.headers.cookie?.includes('airlock_pass=') ? ' with pass' : ''}`)
+  })
   app.get('/', async (_req, reply) =>
     reply.type('text/html').send(`<!doctype html><title>Shop</title>${head}<h1>Welcome</h1><a id="next" href="/next">next</a>`),
   )
@@ -46,6 +52,7 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
   return {
     url,
     store,
+    seen,
     /** From now on, cookie-less newcomers take any slot that frees, within 200 ms. */
     crowd() {
       crowding = true
@@ -65,22 +72,34 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
 describe.skipIf(!chromiumAvailable)('a reader keeps their slot (real browser)', () => {
   const browser = useChromium()
 
-  /** Opens the page, reads READ_MS, clicks: the status of the click's page. */
-  async function readThenClick(options: { bare: boolean; confirm?: boolean }): Promise<{ first: number; next: number; held: number }> {
+  /**
+   * Opens the page, reads READ_MS, clicks: the status of the click's page. The page must have
+   * loaded well within provisionalTtl (10 s), or what follows tests the box's load, not the gate:
+   * on a starved CI box (three Chromiums beside `next dev` compiling) a load took longer once, and
+   * the scenario is then run again, once.
+   */
+  async function readThenClick(options: { bare: boolean; confirm?: boolean }, tries = 2): Promise<{ first: number; next: number; held: number; seen: string }> {
     const s = await site(options)
     const context = await browser().newContext()
+    let loadMs = 0
     try {
       const page = await context.newPage()
+      const t0 = Date.now()
       const first = (await page.goto(`${s.url}/`))?.status() ?? 0
-      s.crowd()
-      await page.waitForTimeout(READ_MS)
-      const held = (await s.store.state('default')).held
-      const [response] = await Promise.all([page.waitForNavigation(), page.click('#next')])
-      return { first, next: response?.status() ?? 0, held }
+      loadMs = Date.now() - t0
+      if (loadMs < 5_000 || tries === 1) {
+        s.crowd()
+        await page.waitForTimeout(READ_MS)
+        const held = (await s.store.state('default')).held
+        const [response] = await Promise.all([page.waitForNavigation(), page.click('#next')])
+        return { first, next: response?.status() ?? 0, held, seen: s.seen.join('; ') }
+      }
     } finally {
       await context.close()
       await s.close()
     }
+    console.warn(`reader test: the page took ${loadMs} ms to load; running the scenario again`)
+    return readThenClick(options, tries - 1)
   }
 
   it('reads 15 s while newcomers fill every other slot; the next click is 200 (assets and favicon confirm the pass, or the prefetch link)', async () => {
@@ -89,9 +108,9 @@ describe.skipIf(!chromiumAvailable)('a reader keeps their slot (real browser)', 
       readThenClick({ bare: true }),
       readThenClick({ bare: true, confirm: false }),
     ])
-    expect(assets).toEqual({ first: 200, next: 200, held: 2 })
-    expect(bare).toEqual({ first: 200, next: 200, held: 2 })
+    expect(assets, assets.seen).toMatchObject({ first: 200, next: 200, held: 2 })
+    expect(bare, bare.seen).toMatchObject({ first: 200, next: 200, held: 2 })
     // Control: a page that makes no other request, with the confirm link off, loses its slot.
-    expect(control).toEqual({ first: 200, next: 503, held: 2 })
-  }, 60_000)
+    expect(control, control.seen).toMatchObject({ first: 200, next: 503, held: 2 })
+  }, 120_000)
 })
