@@ -38,7 +38,7 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
   const seen: string[] = []
   const t0 = Date.now()
   app.addHook('onResponse', async (req, reply) => {
-    if (req.headers['user-agent']?.includes('Chrome')) seen.push(`${Date.now() - t0} ms ${req.url} ${reply.statusCode}${req.headers.cookie?.includes('airlock_pass=') ? ' with pass' : ''}`)
+    if (req.headers['user-agent']?.includes('Chrome')) seen.push(`${Date.now() - t0} ms ${req.url} ${reply.statusCode}${req.headers.cookie?.includes('airlock_pass=') ? ' with pass' : ''}${reply.hasHeader('set-cookie') ? ' set-cookie' : ''}`)
   })
   app.get('/', async (_req, reply) =>
     reply.type('text/html').send(`<!doctype html><title>Shop</title>${head}<h1>Welcome</h1><a id="next" href="/next">next</a>`),
