@@ -3,6 +3,7 @@
  * the dispatch, the help and every message that lists the commands are made; errors become one line
  * on stderr and a documented exit status (exit.ts). Each command lives in its own file with its help.
  */
+import { authCommand, AUTH_HELP, CADDY_CONFIG_HELP, configCommand, NGINX_CONFIG_HELP } from './auth.js'
 import { controlCommand, CONTROL_HELP } from './control.js'
 import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'
 import { proxyCommand, PROXY_HELP } from './proxy.js'
@@ -27,9 +28,12 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   dashboard: { what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)", help: DASHBOARD_HELP, run: dashboardCommand },
   report: { what: "print a gate's per-minute history on Redis as JSON, CSV or an HTML page with charts (after the hug)", help: REPORT_HELP, run: reportCommand },
   proxy: { what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)', help: PROXY_HELP, run: proxyCommand },
+  auth: { what: 'the gate for nginx, Caddy or Traefik: answers their forward-auth subrequests (session mode)', help: AUTH_HELP, run: authCommand },
+  'nginx-config': { what: 'print an nginx configuration that checks passes in nginx (njs) and asks airlock auth', help: NGINX_CONFIG_HELP, run: (a, io) => configCommand('nginx', a, io) },
+  'caddy-config': { what: 'print a Caddyfile site block that asks airlock auth (forward_auth)', help: CADDY_CONFIG_HELP, run: (a, io) => configCommand('caddy', a, io) },
 }
 const NAMES = Object.keys(COMMANDS)
-/** `exec, serve, control, dashboard, report and proxy`. */
+/** `exec, serve, control, dashboard, report, proxy, auth, nginx-config and caddy-config`. */
 const LISTED = `${NAMES.slice(0, -1).join(', ')} and ${NAMES.at(-1)}`
 const width = Math.max(...NAMES.map((n) => n.length)) + 2
 
@@ -48,6 +52,7 @@ Examples:
   npx airlock control set --name shop --redis redis://127.0.0.1:6379 --limit 20
   npx airlock report --name shop --redis redis://127.0.0.1:6379 --from 24h --format html > report.html
   npx airlock proxy --target http://127.0.0.1:8080 --limit 20
+  npx airlock auth --limit 20 --secret-file /etc/airlock/secret   # then: airlock nginx-config
 `
 
 /** Runs the command line `argv` (without node and the script); resolves the exit status. */

@@ -161,7 +161,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
 }
 
 /** The config file: a JSON object of options (checked by createProxy, with the file named). */
-function readConfig(file: string): Record<string, unknown> {
+export function readConfig(file: string): Record<string, unknown> {
   let text: string
   try {
     text = readFileSync(file, 'utf8')

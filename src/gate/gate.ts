@@ -62,6 +62,8 @@ export class Gate<Req = unknown> {
   readonly onStoreError: 'local' | 'open' | 'closed'
   readonly storeTimeout: number
   readonly cookieName: string
+  /** The waiting room's ticket cookie (its door's is this name and `_door`). */
+  readonly ticketCookieName: string
   readonly store: GateSettings<Req>['store']
   readonly logger: GateLogger
   /** True when the secret is the random per-process one. */
@@ -98,6 +100,7 @@ export class Gate<Req = unknown> {
     ;({ reuseWindow: this.reuseWindow, retryAfter: this.retryAfter, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
     ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
     this.cookieName = s.cookie.name
+    this.ticketCookieName = s.ticketCookieName
     this.sem = createSemaphore({ name: s.name, limit: liveLimit, admissionRate, ttl: s.slotTtl, store: s.store })
     const stats = (this.stats = new GateStats(s.mode, liveLimit))
     const tally = (this.#tally = new Tally([stats.visits, new VisitEvents(s.name)]))

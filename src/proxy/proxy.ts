@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream'
 import { trustPolicy } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
-import { received, duration, knownKeys, oneOf } from '../base/validate.js'
+import { received, duration, knownKeys } from '../base/validate.js'
 import { createDashboard } from '../dashboard/server.js'
 import { COMMAND_HEADER, handleFor, runCommand } from '../gate/handle.js'
 import { createGate, type Gate } from '../gate/gate.js'
@@ -22,7 +22,8 @@ import { originErrorPage } from '../pages/origin.js'
 import { resolveStore } from '../stores/resolve.js'
 import { Forwarder, type Outcome } from './forward.js'
 import { hopOf, requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
-import { LOG_FORMATS, LOG_LEVELS, ProxyLog, type ProxyLogOptions } from './log.js'
+import type { ProxyLogOptions } from './log.js'
+import { checkMetricsPath, checkedLog, metricsAt } from './mount.js'
 import { rawHead, tunnel, type UpgradeOutcome } from './upgrade.js'
 
 export type { ProxyLogOptions } from './log.js'
@@ -97,9 +98,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${received(gated)}`)
   if (typeof keepPassCookie !== 'boolean') optionError(`keepPassCookie must be a boolean, got ${received(keepPassCookie)}`)
   if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
-  if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))) {
-    optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${received(metricsPath)}`)
-  }
+  checkMetricsPath(metricsPath)
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
   const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
   const trusts = trustPolicy(trustProxy)
@@ -111,7 +110,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const rules: ForwardRules = { passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
   const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
   const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'], secret: gateOptions.secret, trustProxy, ...(log ? { logger: log } : {}) }) }
-  const metrics = metricsPath === undefined ? undefined : await mountMetrics()
+  const metrics = metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'the proxy metricsPath option')
 
   /** What the proxy vouches for to the origin: the client it decided on, the trusted chain, the scheme, the host. */
   const hopFor = (req: IncomingMessage): Hop => hopOf(req.socket.remoteAddress ?? '', (req.socket as { encrypted?: boolean }).encrypted === true, req.headers, trusts)
@@ -333,35 +332,11 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       log?.flush()
     },
   }
-
-  async function mountMetrics(): Promise<{ serve(res: ServerResponse): Promise<void>; stop(): void }> {
-    const prom = loadPeer<typeof import('prom-client')>('prom-client', 'the proxy metricsPath option')
-    const { airlockMetrics } = await import('../prometheus/metrics.js')
-    const registry = new prom.Registry()
-    const m = airlockMetrics({ registry })
-    return {
-      async serve(res) {
-        const text = await registry.metrics()
-        res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
-        res.end(text)
-      },
-      stop: () => m.stop(),
-    }
-  }
 }
 
 /** `Upgrade: websocket`, the one protocol the proxy forwards (one token, any case). */
 function isWebSocket(upgrade: string | undefined): boolean {
   return upgrade !== undefined && upgrade.trim().toLowerCase() === 'websocket'
-}
-
-function checkedLog(options: ProxyLogOptions): ProxyLog {
-  if (typeof options !== 'object' || options === null) optionError(`log must be false or { level, format, destination }, got ${received(options)}`)
-  knownKeys('log', options, ['level', 'format', 'destination'])
-  const level = options.level === undefined ? undefined : oneOf('log.level', options.level, LOG_LEVELS)
-  const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
-  if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
-  return new ProxyLog({ level, format, destination: options.destination })
 }
 
 export { COMMAND_HEADER }

@@ -3,8 +3,9 @@
  * the foreground (stopped with the process), never the machine's nginx.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { freePort } from './redis.js'
 import { until } from './wait.js'
@@ -17,26 +18,54 @@ export interface Nginx {
   stop(): Promise<void>
 }
 
+/** Whether Debian's njs module (libnginx-mod-http-js) is installed. */
+export const NJS_MODULE_PATH = '/usr/lib/nginx/modules/ngx_http_js_module.so'
+export const hasNjs = existsSync(NJS_MODULE_PATH)
+
 /** Starts nginx with one `server` whose body is `locations` (its `location` blocks and settings); resolves once it answers. */
 export async function startNginx(locations: string, options: { connections?: number } = {}): Promise<Nginx> {
+  return startNginxWith((port) => `server { listen 127.0.0.1:${port};\n${locations}\n}`, options)
+}
+
+/**
+ * Starts nginx with `http` (what goes inside `http {}`: a generated configuration), given the free
+ * port and nginx's own directory; the njs module is loaded when installed. Resolves once it answers.
+ */
+export async function startNginxWith(http: (port: number, dir: string) => string, options: { connections?: number; workers?: number } = {}): Promise<Nginx & { dir: string; port: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-nginx-'))
   const port = await freePort()
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')
+  // Debian's FastCGI parameters, as `include fastcgi.conf;` finds them beside nginx.conf.
+  if (existsSync('/etc/nginx/fastcgi.conf')) copyFileSync('/etc/nginx/fastcgi.conf', join(dir, 'fastcgi.conf'))
   writeFileSync(
     join(dir, 'nginx.conf'),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+    // As root, workers run as root too: the temp folders (mode 0700) are root's.
+    `${hasNjs ? `load_module ${NJS_MODULE_PATH};\n` : ''}${process.getuid?.() === 0 ? 'user root;\n' : ''}worker_processes ${options.workers ?? 1}; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
 events { worker_connections ${options.connections ?? 256}; }
 http { access_log off; ${temp}
-  server { listen 127.0.0.1:${port};
-${locations}
-  } }
+${http(port, dir)}
+}
 `,
   )
-  const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' })
+  const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const url = `http://127.0.0.1:${port}`
-  await until(async () => (await fetch(`${url}/`).catch(() => null)) !== null, 10_000, 50)
+  // Ready once it accepts a connection (a request would be one more visitor of the site).
+  await until(async () => {
+    if (proc.exitCode !== null) throw new Error(`nginx exited ${proc.exitCode}: ${stderr}`)
+    return new Promise<boolean>((done) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.destroy()
+        done(true)
+      })
+      socket.on('error', () => done(false))
+    })
+  }, 10_000, 50)
   return {
     url,
+    dir,
+    port,
     stop: () =>
       new Promise((done) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return done()

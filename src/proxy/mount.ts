@@ -1,0 +1,50 @@
+/**
+ * What the proxy and the decision service both serve besides the gate: Prometheus metrics at a
+ * path of their own, and their log option checked.
+ */
+import type { ServerResponse } from 'node:http'
+import { optionError } from '../base/errors.js'
+import { assertPeers, loadPeer } from '../base/peer.js'
+import { knownKeys, oneOf, received } from '../base/validate.js'
+import { LOG_FORMATS, LOG_LEVELS, ProxyLog, type ProxyLogOptions } from './log.js'
+
+/** Metrics served by a server of the package. */
+export interface MountedMetrics {
+  serve(res: ServerResponse): Promise<void>
+  stop(): void
+}
+
+/** Checks a `metricsPath` option (`ERR_AIRLOCK_OPTION`). */
+export function checkMetricsPath(metricsPath: unknown): void {
+  if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))) {
+    optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${received(metricsPath)}`)
+  }
+}
+
+/** The gate metrics of this process on a registry of their own (needs `prom-client`). */
+export async function metricsAt(metricsPath: string, where: string): Promise<MountedMetrics> {
+  checkMetricsPath(metricsPath)
+  assertPeers(['prom-client'], where)
+  const prom = loadPeer<typeof import('prom-client')>('prom-client', where)
+  const { airlockMetrics } = await import('../prometheus/metrics.js')
+  const registry = new prom.Registry()
+  const m = airlockMetrics({ registry })
+  return {
+    async serve(res) {
+      const text = await registry.metrics()
+      res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
+      res.end(text)
+    },
+    stop: () => m.stop(),
+  }
+}
+
+/** A `log` option checked, as a {@link ProxyLog}. */
+export function checkedLog(options: ProxyLogOptions): ProxyLog {
+  if (typeof options !== 'object' || options === null) optionError(`log must be false or { level, format, destination }, got ${received(options)}`)
+  knownKeys('log', options, ['level', 'format', 'destination'])
+  const level = options.level === undefined ? undefined : oneOf('log.level', options.level, LOG_LEVELS)
+  const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
+  if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
+  return new ProxyLog({ level, format, destination: options.destination })
+}
