@@ -102,7 +102,7 @@ export function nginxConfig(options: ConnectorConfigOptions): string {
   const njs = o.check === 'njs'
   const gatedLocation = php ? '~ \\.php$' : '/'
   const head = `# airlock-shield in front of ${o.origin}: written by \`airlock nginx-config\`.
-# Every request that would reach ${php ? 'PHP' : 'the origin'} is checked first: ${njs ? "a visitor with a valid pass\n# (checked here by njs, no other process asked) goes straight through; anyone else asks the\n# decision service (airlock auth on " + o.service + "), which admits, refuses or queues." : 'nginx asks the decision service\n# (airlock auth on ' + o.service + ') with auth_request; its answer pages come from the service too.'}
+# Every request that would reach ${php ? 'PHP' : 'the origin'} is checked first: ${njs ? `a visitor with a valid pass\n# (checked here by njs, no other process asked) goes straight through; anyone else asks the\n# decision service (airlock auth on ${o.service}), which admits, refuses or queues.` : `nginx asks the decision service\n# (airlock auth on ${o.service}) with auth_request; its answer pages come from the service too.`}
 # ${php ? 'Static files are served by nginx and never gated.' : 'Paths given with --bypass are never gated.'}
 # Needs: ${njs ? "Debian's libnginx-mod-http-js (njs 0.7.8+), " : ''}airlock auth running${njs ? `, and ${o.dir}/airlock.js + airlock.json\n# (airlock nginx-config --write ${o.dir})` : ''}.
 

@@ -150,7 +150,7 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     if (d.response === undefined) {
       const headers: Record<string, string | string[]> = { ...CONTINUE }
       if (cookies.length > 0) headers['set-cookie'] = cookies
-      cookies.forEach((c, i) => (headers[`airlock-cookie-${i + 1}`] = c))
+      for (const [i, c] of cookies.entries()) headers[`airlock-cookie-${i + 1}`] = c
       const extra = d.kind === 'admit' ? d.headers : undefined
       if (extra !== undefined) for (const k in extra) headers[k] = extra[k]!
       res.writeHead(200, headers)
@@ -168,7 +168,7 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     // read first would make the answer uncacheable whatever comes after.
     const headers: Record<string, string | string[]> = { 'x-accel-expires': shared ? String(cacheFor) : '0', ...d.response.headers, 'airlock-action': 'answer' }
     if (cookies.length > 0) headers['set-cookie'] = cookies
-    cookies.forEach((c, i) => (headers[`airlock-cookie-${i + 1}`] = c))
+    for (const [i, c] of cookies.entries()) headers[`airlock-cookie-${i + 1}`] = c
     res.writeHead(d.response.status, headers)
     res.end(method === 'HEAD' ? undefined : d.response.body)
   }
@@ -250,5 +250,5 @@ function original(value: string | string[] | undefined, fallback: string): strin
 /** The original path and query (`/a?b`); anything that is not one is `/`. */
 function originalUrl(value: string | string[] | undefined): string {
   const text = Array.isArray(value) ? value[0] : value
-  return text !== undefined && text.startsWith('/') && text.length <= 8192 ? text : '/'
+  return text?.startsWith('/') && text.length <= 8192 ? text : '/'
 }
