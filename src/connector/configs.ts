@@ -261,12 +261,18 @@ ${php ? `    root * ${o.root}\n` : ''}${unGated}
             rewrite /.airlock/decide
             header_up X-Forwarded-Method {method}
             header_up X-Forwarded-Uri {uri}
-            @two header Airlock-Cookie-2 *
+            @two {
+                header Airlock-Action continue
+                header Airlock-Cookie-2 *
+            }
             handle_response @two {
                 header +Set-Cookie "{rp.header.Airlock-Cookie-1}"
                 header +Set-Cookie "{rp.header.Airlock-Cookie-2}"
             }
-            @one header Airlock-Cookie-1 *
+            @one {
+                header Airlock-Action continue
+                header Airlock-Cookie-1 *
+            }
             handle_response @one {
                 header +Set-Cookie "{rp.header.Airlock-Cookie-1}"
                 header ?Link "{rp.header.Link}"
