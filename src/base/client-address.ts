@@ -117,3 +117,25 @@ export function trustedChain(remote: string, forwardedFor: string | string[] | u
   while (i > 0 && trusts(list[i]!)) i--
   return [...list.slice(i).map((h) => plainAddress(h) ?? h), remote]
 }
+
+const PRIVATE = new BlockList()
+for (const name of ['loopback', 'linklocal', 'uniquelocal']) {
+  for (const cidr of NAMED[name]!) {
+    const [net, bits] = cidr.split('/') as [string, string]
+    PRIVATE.addSubnet(net, Number(bits), isIPv4(net) ? 'ipv4' : 'ipv6')
+  }
+}
+
+/**
+ * The client a proxy names when the gate was told the proxy's own address: `ip` is a loopback or
+ * private peer (nginx on the same box, a load balancer) and its `X-Forwarded-For` names someone
+ * else. `undefined` otherwise. Such a setup counts every visitor as the proxy: say so, once.
+ */
+export function proxiedClient(ip: string | undefined, forwardedFor: string | string[] | undefined): string | undefined {
+  if (ip === undefined || forwardedFor === undefined) return undefined
+  const peer = plainAddress(ip)
+  if (peer === undefined || !PRIVATE.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) return undefined
+  const text = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor
+  const named = plainAddress(text.slice(text.lastIndexOf(',') + 1))
+  return named !== undefined && named !== peer ? named : undefined
+}

@@ -12,6 +12,8 @@ import { GateLine } from './line.js'
 import type { Newcomers } from './live-control.js'
 import { CONFIRM_LINK, releaseLateEntry, releaseLateTry } from './decisions.js'
 import { clientShareKey, shareFor } from './client-share.js'
+import { proxiedClient } from '../base/client-address.js'
+import { warnOnce } from '../base/errors.js'
 import type { DoorContext } from './door.js'
 import type { ClientShare } from '../stores/types.js'
 import type { Passes } from './passes.js'
@@ -119,8 +121,26 @@ export class SessionFlow<Req> extends Flow<Req> {
   /** The store's share request for the request's client (`clientShare`), if any. */
   private clientOf(view: RequestView<Req>): ClientShare | undefined {
     const { share, clientKey } = this.s
+    if (share && !clientKey && !this.toldOfProxy) this.proxyUntrusted(view)
     const key = share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
     return key ? shareFor(share!, key, this.limit.value) : undefined
+  }
+
+  /** Whether the warning that a proxy's visitors all count as one client was given. */
+  private toldOfProxy = false
+
+  /** Says once, loudly, that the gate sees a proxy's address for every visitor (trust is off). */
+  private proxyUntrusted(view: RequestView<Req>): void {
+    const named = proxiedClient(view.ip, view.headers['x-forwarded-for'])
+    if (named === undefined) return
+    this.toldOfProxy = true
+    const message =
+      `airlock-shield: gate '${this.s.name}' is told every visitor is ${view.ip}, a proxy (its X-Forwarded-For names ${named}): ` +
+      `all its visitors count as one client, and clientShare refuses them together long before the site is full. ` +
+      `Trust the proxy: Fastify({ trustProxy: '${view.ip}' }), Express app.set('trust proxy', 'loopback'), ` +
+      `Hono/fetch trustProxy, airlock proxy --trust-proxy ${view.ip} (or set clientKey, or clientShare: false).`
+    this.s.logger.warn({ gate: this.s.name, proxy: view.ip, forwardedFor: named }, message)
+    warnOnce('AIRLOCK_PROXY_UNTRUSTED', message)
   }
 
   /** A visitor without a valid pass: a provisional slot and pass if one is free (and its client within its share), else busy. */

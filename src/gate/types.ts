@@ -209,6 +209,8 @@ export interface RequestView<Req = unknown> {
     origin?: string | undefined
     host?: string | undefined
     'sec-fetch-site'?: string | string[] | undefined
+    /** Read only to warn when a proxy's visitors all arrive as the proxy (trust is off). */
+    'x-forwarded-for'?: string | string[] | undefined
   }
   /** The request came over HTTPS (as the framework's trust-proxy setting sees it). */
   secure: boolean
