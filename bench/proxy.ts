@@ -5,7 +5,9 @@
  * measured with autocannon (CONNECTIONS 50, SECONDS 5, loopback): the origin direct; nginx
  * `proxy_pass` (Debian's nginx, one worker, a config written to a temp dir, keep-alive to the
  * origin; skipped with a reason when nginx is absent); our proxy without the gate; with pass
- * holders; in request mode on a private Redis. Then a hug through the proxy: HUG_CONNECTIONS (300)
+ * holders; in request mode on a private Redis; the nginx connector (njs checking passes inside nginx,
+ * and the auth_request fallback, both with airlock auth); the Node proxies beside ours (the floor of
+ * a Node proxy: node:http + undici written here, @fastify/http-proxy, http-proxy). Then a hug through the proxy: HUG_CONNECTIONS (300)
  * connections on a fragile route (20 ms, 500 past 50 in flight) behind request mode at limit 50:
  * the origin must answer no 500. Then every core each: nginx `worker_processes auto` against
  * `airlock proxy --workers auto` (pass holders and request mode, on the private Redis).
@@ -18,6 +20,9 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
+import { nginxConfig } from '../src/connector/configs.js'
+import { NJS_MODULE, njsSettings } from '../src/connector/njs.js'
+import { hasNjs, startNginxWith } from '../test/helpers/nginx.js'
 import { freePort, startRedis } from '../test/helpers/redis.js'
 import { describeMachine, envNumber, fixed, machine, markdownTable, writeResults, stopChild } from './lib.js'
 
@@ -112,6 +117,12 @@ async function passOf(port: number): Promise<string> {
   return pass
 }
 
+/** The confirmed (full) pass itself, as a browser holds it after its second request: what nginx's njs checks. */
+async function fullPassOf(port: number): Promise<string> {
+  const provisional = (await fetch(`http://127.0.0.1:${port}/`)).headers.getSetCookie()[0]!.split(';')[0]!
+  return (await fetch(`http://127.0.0.1:${port}/`, { headers: { cookie: provisional } })).headers.getSetCookie()[0]!.split(';')[0]!
+}
+
 const redis = await startRedis()
 try {
   const origin = (await tsx('./proxy/origin.ts', {}))!
@@ -131,6 +142,26 @@ try {
   const ng = await nginxWith(origin, '1')
   if (typeof ng === 'number') row('nginx proxy_pass (1 worker)', await load(ng))
   else missing('nginx proxy_pass (1 worker)', ng)
+  // The nginx connector (issue 39): njs checks the pass inside nginx; auth_request asks airlock auth each time.
+  for (const check of ['njs', 'auth_request'] as const) {
+    const name = check === 'njs' ? 'nginx + njs pass check (1 worker), pass holders' : 'nginx auth_request (1 worker), pass holders'
+    if (typeof ng !== 'number') {
+      missing(name, ng)
+      continue
+    }
+    if (check === 'njs' && !hasNjs) {
+      missing(name, 'njs is not installed (apt-get install libnginx-mod-http-js)')
+      continue
+    }
+    const auth = (await tsx('./proxy/auth.ts', { LIMIT: '1000' }))!
+    const dir = mkdtempSync(join(tmpdir(), 'airlock-njs-'))
+    writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
+    writeFileSync(join(dir, 'airlock.json'), JSON.stringify(njsSettings({ name: 'default', cookieName: 'airlock_pass', ticketCookieName: 'airlock_ticket', passTtl: 600_000, retryAfter: 5 }, [SECRET], 'closed')))
+    const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: target, service: `127.0.0.1:${auth}`, listen: `127.0.0.1:${listen}`, dir, cacheDir: join(own, 'cache'), check }), { connections: 4096 })
+    row(name, await load(nginx.port, '/', { cookie: await fullPassOf(nginx.port) }))
+    await nginx.stop()
+    await stopLast()
+  }
   const plain = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'plain' }, 'no-gate'))!
   const plainRun = await load(plain)
   row('airlock proxy, no gate', plainRun, await stopLast())
@@ -140,6 +171,11 @@ try {
   const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }, 'request-redis'))!
   const requestRun = await load(request)
   row('airlock proxy, request mode, redis', requestRun, await stopLast())
+  // The Node proxies beside it: the floor (node:http + undici, written in the bench) and the peers as their READMEs set them up.
+  for (const [peer, name] of [['floor', 'node:http + undici pass-through (the floor)'], ['fastify-http-proxy', '@fastify/http-proxy'], ['http-proxy', 'http-proxy (node-http-proxy)']] as const) {
+    const port = (await tsx('./proxy/peers.ts', { TARGET: target, PEER: peer }, peer))!
+    row(name, await load(port), await stopLast())
+  }
   // The hug through the proxy: request mode at the fragile route's capacity.
   const hug = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '50' }))!
   const before = (await (await fetch(`${target}/stats`)).json()) as { failures: number; served: number }
@@ -162,13 +198,16 @@ try {
   }
   const nginxRps = rows.find((r) => r.name.startsWith('nginx proxy_pass (1'))?.rps ?? null
   const nginxAllRps = rows.find((r) => r.name.startsWith('nginx proxy_pass (auto'))?.rps ?? null
+  const floorRps = rows.find((r) => r.name.includes('(the floor)'))?.rps ?? null
   const ratio = (r: (typeof rows)[number]): string => {
     const base = r.name.includes('auto') ? nginxAllRps : nginxRps
     return r.rps !== null && base ? fixed(r.rps / base, 2) : '-'
   }
+  /** Node proxies against the floor of a Node proxy (the bar for airlock proxy: 0.9x). */
+  const ofFloor = (r: (typeof rows)[number]): string => (r.rps !== null && floorRps && !r.name.startsWith('nginx') && !r.name.startsWith('origin') && !r.name.includes('auto') ? fixed(r.rps / floorRps, 2) : '-')
   console.log(`# airlock proxy against nginx\n\n${describeMachine(machine())}`)
   console.log(`one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback; "x nginx": against nginx with as many workers\n`)
-  console.log(markdownTable(['', 'req/s', 'p99 ms', 'x nginx', 'non-2xx'], rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), ratio(r), r.non2xx])))
+  console.log(markdownTable(['', 'req/s', 'p99 ms', 'x nginx', 'x Node floor', 'non-2xx'], rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), ratio(r), ofFloor(r), r.non2xx])))
   console.log(
     `\nhug through the proxy: ${HUG_CONNECTIONS} connections on a route that fails past 50 in flight, request mode at limit 50: ` +
       `${after.served - before.served} requests reached the origin, ${hugFailures} origin failures (500), ${hugRun.non2xx} busy answers.`,

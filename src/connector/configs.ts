@@ -67,13 +67,19 @@ function checked(o: ConnectorConfigOptions): Required<Omit<ConnectorConfigOption
   }
 }
 
+/** `HOST:PORT` of an HTTP origin (80 or 443 when it names none). */
+function originAddress(url: string): string {
+  const u = new URL(url)
+  return `${u.hostname}:${u.port || (u.protocol === 'https:' ? 443 : 80)}`
+}
+
 /** The origin's directives, indented for a location. */
 function originLines(origin: Origin, indent: string): string {
   if (origin.kind === 'fastcgi') {
     return [`include fastcgi.conf;  # Debian's: SCRIPT_FILENAME and the CGI parameters`, `fastcgi_pass ${origin.address};`].map((l) => indent + l).join('\n')
   }
   return [
-    `proxy_pass ${origin.url};`,
+    `proxy_pass ${origin.url.startsWith('https:') ? 'https' : 'http'}://airlock_origin;`,
     'proxy_http_version 1.1;',
     'proxy_set_header Connection "";',
     'proxy_set_header Host $host;',
@@ -110,7 +116,7 @@ upstream airlock_service {
     server ${o.service};
     keepalive 32;
 }
-${
+${o.parsed.kind === 'http' ? `\n# The origin, its connections kept open.\nupstream airlock_origin {\n    server ${originAddress(o.parsed.url)};\n    keepalive 64;\n}\n` : ''}${
   njs
     ? `
 js_import airlock from ${o.dir}/airlock.js;

@@ -25,6 +25,9 @@ export async function startCaddy(site: (address: string) => string): Promise<Cad
   writeFileSync(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tauto_https off\n}\n${site(url)}\n`)
   const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }
   const proc: ChildProcess = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  // Whatever happens to the test, the server goes with its process.
+  const onExit = (): void => void proc.kill('SIGTERM')
+  process.once('exit', onExit)
   let stderr = ''
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   await until(async () => {
@@ -41,6 +44,7 @@ export async function startCaddy(site: (address: string) => string): Promise<Cad
     url,
     stop: () =>
       new Promise((done) => {
+        process.removeListener('exit', onExit)
         if (proc.exitCode !== null || proc.signalCode !== null) return done()
         proc.once('exit', () => done())
         proc.kill('SIGTERM')

@@ -48,6 +48,9 @@ ${http(port, dir)}
 `,
   )
   const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // Whatever happens to the test, the server goes with its process.
+  const onExit = (): void => void proc.kill('SIGTERM')
+  process.once('exit', onExit)
   let stderr = ''
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const url = `http://127.0.0.1:${port}`
@@ -68,6 +71,7 @@ ${http(port, dir)}
     port,
     stop: () =>
       new Promise((done) => {
+        process.removeListener('exit', onExit)
         if (proc.exitCode !== null || proc.signalCode !== null) return done()
         proc.once('exit', () => done())
         proc.kill('SIGTERM')

@@ -48,6 +48,9 @@ clear_env = no
 `,
   )
   const proc: ChildProcess = spawn(`/usr/sbin/${PHP_FPM}`, ['-F', '-y', join(dir, 'php-fpm.conf'), ...(asRoot ? ['-R'] : [])], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // Whatever happens to the test, the server goes with its process.
+  const onExit = (): void => void proc.kill('SIGTERM')
+  process.once('exit', onExit)
   let stderr = ''
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   await until(() => {
@@ -59,6 +62,7 @@ clear_env = no
     root,
     stop: () =>
       new Promise((done) => {
+        process.removeListener('exit', onExit)
         if (proc.exitCode !== null || proc.signalCode !== null) return done()
         proc.once('exit', () => done())
         proc.kill('SIGTERM')
