@@ -90,6 +90,10 @@ function originLines(origin: Origin, indent: string): string {
     .join('\n')
 }
 
+/** The pace of requests without a valid pass, per client address (nginx's limit_req). */
+const PACE_RATE = 5
+const PACE_BURST = 50
+
 /** The headers every request to the decision service carries: who asked, for what. */
 const SERVICE_HEADERS = `        proxy_http_version 1.1;
         proxy_set_header Connection "";
@@ -123,6 +127,8 @@ js_import airlock from ${o.dir}/airlock.js;
 js_preload_object airlock_config from ${o.dir}/airlock.json;
 js_set $airlock_pass airlock.pass;
 js_set $airlock_personal airlock.personal;
+# Requests without a valid pass, per client address: ${PACE_RATE} a second, ${PACE_BURST} more waiting.
+limit_req_zone $binary_remote_addr zone=airlock_newcomers:10m rate=${PACE_RATE}r/s;
 # A refusal that is everyone's (the site is full) is kept a second: a crowd's retries cost nginx.
 # (njs's subrequests are read in memory, which nginx never caches: this small server on a unix
 # socket does, between them and the service.)
@@ -155,6 +161,7 @@ server {
   const gateLines = njs
     ? `        # No valid pass: ask airlock (the location below), else straight to the origin.
         error_page 418 = @airlock;
+        recursive_error_pages on;
         if ($airlock_pass = "") { return 418; }`
     : `        # Every request asks airlock; a refusal's page is fetched from it (@airlock_answer).
         auth_request /.airlock/auth-request;
@@ -179,7 +186,13 @@ ${SERVICE_HEADERS}
         subrequest_output_buffer_size 64k;
     }
 
+    # No valid pass. Each client address is paced here (a crowd that retries at once waits in
+    # nginx, costing nothing; a person, even behind a shared address, never notices).
     location @airlock {
+        limit_req zone=airlock_newcomers burst=${PACE_BURST};
+        limit_req_status 503;
+        limit_req_log_level info;
+        error_page 503 /.airlock/busy.html;
         js_content airlock.decide;
     }
 `
@@ -201,9 +214,8 @@ ${SERVICE_HEADERS}
         proxy_pass_request_body off;
         proxy_set_header Content-Length "";
     }
-${
-  o.fail === 'closed'
-    ? `
+`
+  const busyPage = `    # nginx's own busy page (airlock.json's, written by --write): the service down, or a client over its pace.
     location = /.airlock/busy.html {
         internal;
         alias ${o.dir}/busy.html;
@@ -212,8 +224,6 @@ ${
         add_header Cache-Control no-store always;
     }
 `
-    : ''
-}`
   const bypass = o.bypass.map((p) => `    location ^~ ${p} {\n${originLines(o.parsed, '        ')}\n    }\n`).join('\n')
   const dashboard =
     o.dashboard === undefined
@@ -243,7 +253,7 @@ ${originLines(o.parsed, '        ')}
 ${originLines(o.parsed, '        ')}
     }
 
-${service}${bypass}${dashboard}}
+${service}${njs || o.fail === 'closed' ? `\n${busyPage}` : ''}${bypass}${dashboard}}
 `
 }
 

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Agent, fetch as undiciFetch } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nginxConfig } from '../../src/connector/configs.js'
 import { njsSettings, NJS_MODULE } from '../../src/connector/njs.js'
@@ -76,6 +77,16 @@ async function site(php: PhpFpm, options: { limit?: number; queue?: boolean; che
 /** A pass value as the service signs them (`secret`, this gate, `expiresAt`, full or provisional). */
 function passValue(secret: string, expiresAt: number, provisional = false, gate = 'default', token = 'some-token'): string {
   return encodePass(createSigner({ secrets: [secret], context: PASS_CONTEXT }), { gate, token, expiresAt, provisional })
+}
+
+const agents = new Map<string, Agent>()
+/** A request from the loopback address `address` (nginx's $remote_addr: a client of its own). */
+async function fromAddress(address: string, url: string, cookie?: string): Promise<{ status: number; language: string | null; retryAfter: string | null }> {
+  let agent = agents.get(address)
+  if (agent === undefined) agents.set(address, (agent = new Agent({ localAddress: address })))
+  const r = await undiciFetch(url, { dispatcher: agent, headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(20_000) })
+  await r.text()
+  return { status: r.status, language: r.headers.get('content-language'), retryAfter: r.headers.get('retry-after') }
 }
 
 async function get(url: string, cookie?: string, init: RequestInit = {}): Promise<Response> {
@@ -189,7 +200,8 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
   it('a refusal that is everyone\'s is kept a second by nginx: a crowd costs the service one decision a second', async () => {
     await new Promise((r) => setTimeout(r, 1100))
     const before = s.decisions()
-    const answers = await Promise.all(Array.from({ length: 40 }, () => get(`${s.nginx.url}/index.php`).then((r) => r.status)))
+    // A crowd: 40 visitors, each from an address of its own.
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => fromAddress(`127.0.9.${10 + i}`, `${s.nginx.url}/index.php`).then((r) => r.status)))
     expect(answers.every((x) => x === 503)).toBe(true)
     expect(s.decisions() - before).toBeLessThanOrEqual(2)
     // A visitor with a cookie of the gate is never answered from the cache.
@@ -197,6 +209,19 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
     await get(`${s.nginx.url}/index.php`, 'airlock_ticket=whatever')
     expect(s.decisions()).toBe(personal + 1)
   })
+
+  it('a client that retries at once is paced by nginx: past its burst, nginx answers its own busy page without asking', async () => {
+    const before = s.decisions()
+    const t0 = Date.now()
+    const answers = await Promise.all(Array.from({ length: 70 }, (_, i) => fromAddress('127.0.9.200', `${s.nginx.url}/index.php?n=${i}`, 'airlock_ticket=x')))
+    expect(answers.every((r) => r.status === 503)).toBe(true)
+    const fromNginx = answers.filter((r) => r.language === null)
+    expect(fromNginx.length).toBeGreaterThanOrEqual(70 - 51)
+    for (const r of fromNginx) expect(r.retryAfter, JSON.stringify(fromNginx)).toBe('5')
+    // The rest waited their turn (5 a second): the service was asked only for those.
+    expect(s.decisions() - before).toBeLessThanOrEqual(51)
+    expect(Date.now() - t0).toBeGreaterThan(5_000)
+  }, 30_000)
 
   it('the secret rotates without dropping passes: the old one still checked while both are listed', async () => {
     const php2 = await startPhpFpm(SITE)
