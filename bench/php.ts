@@ -21,7 +21,7 @@
  * php-sqlite3, caddy (rows whose part is missing say so).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client } from 'undici'
@@ -138,6 +138,15 @@ class Visitor {
   }
 }
 
+/** A process's resident memory, KB (0 once it is gone). */
+function rssOf(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const address = (group: number, i: number) => `127.${group}.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`
 
@@ -204,8 +213,12 @@ try {
   )
 
   /** One row: the browsers (and the crowd, the follower) against `url`. */
-  const run = async (name: string, url: string, withCrowd: boolean, baseline?: number, unloadedP99?: number): Promise<Row & { latencies: number[] }> => {
+  const run = async (name: string, url: string, withCrowd: boolean, baseline?: number, unloadedP99?: number, shieldPid?: number): Promise<Row & { latencies: number[] }> => {
     const end = Date.now() + SECONDS * 1000
+    // The shield's memory (its Node process's resident set), sampled each second.
+    let rss = shieldPid === undefined ? 0 : rssOf(shieldPid)
+    const rssAtStart = rss
+    const sampling = shieldPid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(shieldPid))), 1000)
     const before = pagesSoFar()
     const t0 = Date.now()
     const browsers = Array.from({ length: BROWSERS }, (_, i) => new Visitor(url, address(2, i)))
@@ -223,9 +236,10 @@ try {
           if (followed !== null) await f.browse(end)
         })
       : Promise.resolve()
-    const [c] = await Promise.all([crowdRun, ...browsing, follower])
-    const pages = pagesSoFar() - before
-    const seconds = (Date.now() - t0) / 1000
+    // Pages are counted over the window (the follower may go on past it, to get its page).
+    const window = sleep(end - Date.now()).then(() => ({ pages: pagesSoFar() - before, seconds: (Date.now() - t0) / 1000 }))
+    const [c, { pages, seconds }] = await Promise.all([crowdRun, window, ...browsing, follower])
+    clearInterval(sampling)
     const latencies = browsers.flatMap((b) => b.latencies)
     const php5xx = browsers.reduce((a, b) => a + b.failures, 0) + (c ? (c.statuses[500] ?? 0) + (c.statuses[502] ?? 0) + (c.statuses[504] ?? 0) : 0)
     await Promise.all(browsers.map((b) => b.client.close()))
@@ -238,7 +252,7 @@ try {
       crowd: c ? `${c.perSecond}/s: ${Object.entries(c.statuses).map(([s, n]) => `${n} x ${s}`).join(', ')}${c.errors ? `, ${c.errors} errors/timeouts` : ''}` : '-',
       p99: p99 === null ? null : Math.round(p99),
       follower: followed === undefined ? '-' : followed === null ? 'no page in 60 s' : `${fixed(followed / 1000, 1)} s`,
-      ...(unloadedP99 && p99 ? { note: `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` } : {}),
+      note: [unloadedP99 && p99 ? `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` : '', shieldPid ? `Node ${fixed(rssAtStart / 1024)} MB idle, ${fixed(rss / 1024)} MB at most` : ''].filter(Boolean).join('; '),
       latencies,
     }
   }
@@ -265,7 +279,7 @@ try {
     writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
     writeFileSync(join(dir, 'airlock.json'), JSON.stringify(njsSettings({ name: 'default', cookieName: 'airlock_pass', ticketCookieName: 'airlock_ticket', passTtl: PASS_TTL, retryAfter: 5 }, [SECRET], 'closed')))
     const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php!.address}`, service: `127.0.0.1:${service.port}`, listen: `127.0.0.1:${listen}`, root, dir, cacheDir: join(own, 'cache') }), { connections: 4096 })
-    rows.push(await run(name, nginx.url, true, baseline, unloaded))
+    rows.push(await run(name, nginx.url, true, baseline, unloaded, service.child.pid))
     await nginx.stop()
     await stopChild(service.child)
   }
@@ -274,14 +288,14 @@ try {
   } else if (hasCaddy) {
     const service = await auth(true)
     const caddy = await startCaddy((site) => caddyConfig({ origin: `fastcgi:${php!.address}`, service: `127.0.0.1:${service.port}`, serverName: site, root }))
-    rows.push(await run('Caddy + airlock auth, the line', caddy.url, true, baseline, unloaded))
+    rows.push(await run('Caddy + airlock auth, the line', caddy.url, true, baseline, unloaded, service.child.pid))
     await caddy.stop()
     await stopChild(service.child)
   } else rows.push({ name: 'Caddy + airlock auth, the line', pagesPerSecond: null, ofBaseline: '-', php5xx: 0, crowd: '-', p99: null, follower: '-', note: 'caddy missing' })
   if (wanted('airlock proxy --queue in front of nginx')) {
     const cli = new URL('../src/cli.ts', import.meta.url).pathname
     const { child, match } = await start([cli, 'proxy', '--target', plain.url, '--port', '0', '--limit', String(LIMIT), '--queue', '--pass-ttl', `${PASS_TTL / 1000}s`, '--log-level', 'silent'], { AIRLOCK_SECRET: SECRET }, /on (http:\/\/127\.0\.0\.1:\d+)/)
-    rows.push(await run('airlock proxy --queue in front of nginx', match[1]!, true, baseline, unloaded))
+    rows.push(await run('airlock proxy --queue in front of nginx', match[1]!, true, baseline, unloaded, child.pid))
     await stopChild(child)
   }
   await plain.stop()
