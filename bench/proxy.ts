@@ -13,7 +13,9 @@
  * `airlock proxy --workers auto` (pass holders and request mode, on the private Redis).
  * PROFILE=1: the single-process proxies run under `--cpu-prof`; the top entries by self time are
  * printed per row (the gate's part and the proxying part). WORKERS=0 skips the every-core rows.
- * Env: SECONDS, CONNECTIONS, HUG_CONNECTIONS, PROFILE, WORKERS, BENCH_RESULTS.
+ * The rows a bar is read from run in turns, ROUNDS (3) times each, and report their median: nginx
+ * alone against njs, the floor against airlock proxy's pass holders.
+ * Env: SECONDS, CONNECTIONS, HUG_CONNECTIONS, ROUNDS, PROFILE, WORKERS, BENCH_RESULTS.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -29,6 +31,9 @@ import { describeMachine, envNumber, fixed, machine, markdownTable, writeResults
 const SECONDS = envNumber('SECONDS', 5)
 const CONNECTIONS = envNumber('CONNECTIONS', 50)
 const HUG_CONNECTIONS = envNumber('HUG_CONNECTIONS', 300)
+const ROUNDS = envNumber('ROUNDS', 3)
+/** The run of median req/s among `runs`. */
+const medianRun = (runs: autocannon.Result[]): autocannon.Result => [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!
 const children: ChildProcess[] = []
 
 function start(cmd: string, args: string[], env: Record<string, string> = {}): Promise<number | null> {
@@ -70,7 +75,7 @@ async function load(port: number, path = '/', headers: Record<string, string> = 
   return autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: SECONDS, headers })
 }
 
-/** nginx, one worker or one per core (`auto`). */
+/** nginx, one worker or one per core (`auto`), as a site sets it up: keep-alive to the origin, the forwarding headers (as the connector's own configuration sets them). */
 async function nginxWith(originPort: number, workers: string): Promise<number | string> {
   if (spawnSync('nginx', ['-v']).error) return 'nginx is not installed (apt-get install nginx)'
   const dir = mkdtempSync(join(tmpdir(), 'airlock-nginx-'))
@@ -82,7 +87,8 @@ async function nginxWith(originPort: number, workers: string): Promise<number | 
 events { worker_connections 4096; }
 http { access_log off; ${temp}
   upstream origin { server 127.0.0.1:${originPort}; keepalive 64; }
-  server { listen 127.0.0.1:${port}; location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+  server { listen 127.0.0.1:${port}; location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection "";
+    proxy_set_header Host $host; proxy_set_header X-Forwarded-For $remote_addr; proxy_set_header X-Forwarded-Proto $scheme; } } }
 `,
   )
   children.push(spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' }))
@@ -140,39 +146,59 @@ try {
   }
   row('origin direct', await load(origin))
   const ng = await nginxWith(origin, '1')
-  if (typeof ng === 'number') row('nginx proxy_pass (1 worker)', await load(ng))
-  else missing('nginx proxy_pass (1 worker)', ng)
-  // The nginx connector (issue 39): njs checks the pass inside nginx; auth_request asks airlock auth each time.
-  for (const check of ['njs', 'auth_request'] as const) {
-    const name = check === 'njs' ? 'nginx + njs pass check (1 worker), pass holders' : 'nginx auth_request (1 worker), pass holders'
-    if (typeof ng !== 'number') {
-      missing(name, ng)
-      continue
-    }
-    if (check === 'njs' && !hasNjs) {
-      missing(name, 'njs is not installed (apt-get install libnginx-mod-http-js)')
-      continue
-    }
+  // The nginx connector (issue 39): njs checks the pass inside nginx (its bar: 0.9x nginx alone),
+  // auth_request asks airlock auth each time. nginx alone and njs run in turns, ROUNDS times each:
+  // this box's noise moves a single run by 20 %; each row is the median of its turns.
+  const connector = async (check: 'njs' | 'auth_request') => {
     const auth = (await tsx('./proxy/auth.ts', { LIMIT: '1000' }))!
     const dir = mkdtempSync(join(tmpdir(), 'airlock-njs-'))
     writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
     writeFileSync(join(dir, 'airlock.json'), JSON.stringify(njsSettings({ name: 'default', cookieName: 'airlock_pass', ticketCookieName: 'airlock_ticket', passTtl: 600_000, retryAfter: 5 }, [SECRET], 'closed')))
     const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: target, service: `127.0.0.1:${auth}`, listen: `127.0.0.1:${listen}`, dir, cacheDir: join(own, 'cache'), check }), { connections: 4096 })
-    row(name, await load(nginx.port, '/', { cookie: await fullPassOf(nginx.port) }))
-    await nginx.stop()
+    return { nginx, cookie: await fullPassOf(nginx.port) }
+  }
+  if (typeof ng === 'number') {
+    const njs = hasNjs ? await connector('njs') : undefined
+    const alone: autocannon.Result[] = []
+    const checked: autocannon.Result[] = []
+    for (let i = 0; i < ROUNDS; i++) {
+      alone.push(await load(ng))
+      if (njs) checked.push(await load(njs.nginx.port, '/', { cookie: njs.cookie }))
+    }
+    row('nginx proxy_pass (1 worker)', medianRun(alone))
+    if (njs) {
+      row('nginx + njs pass check (1 worker), pass holders', medianRun(checked))
+      await njs.nginx.stop()
+      await stopLast()
+    } else missing('nginx + njs pass check (1 worker), pass holders', 'njs is not installed (apt-get install libnginx-mod-http-js)')
+    const viaAuth = await connector('auth_request')
+    row('nginx auth_request (1 worker), pass holders', await load(viaAuth.nginx.port, '/', { cookie: viaAuth.cookie }))
+    await viaAuth.nginx.stop()
     await stopLast()
+  } else {
+    for (const name of ['nginx proxy_pass (1 worker)', 'nginx + njs pass check (1 worker), pass holders', 'nginx auth_request (1 worker), pass holders']) missing(name, ng)
   }
   const plain = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'plain' }, 'no-gate'))!
   const plainRun = await load(plain)
   row('airlock proxy, no gate', plainRun, await stopLast())
+  // airlock proxy's pass holders against the floor of a Node proxy (its bar: 0.9x), in turns too.
+  const floor = (await tsx('./proxy/peers.ts', { TARGET: target, PEER: 'floor' }))!
   const session = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'session' }, 'pass-holders'))!
-  const sessionRun = await load(session, '/', { cookie: await passOf(session) })
-  row('airlock proxy, pass holders', sessionRun, await stopLast())
+  const sessionCookie = await fullPassOf(session)
+  const floorRuns: autocannon.Result[] = []
+  const sessionRuns: autocannon.Result[] = []
+  for (let i = 0; i < ROUNDS; i++) {
+    floorRuns.push(await load(floor))
+    sessionRuns.push(await load(session, '/', { cookie: sessionCookie }))
+  }
+  row('airlock proxy, pass holders', medianRun(sessionRuns), await stopLast())
+  await stopLast()
   const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }, 'request-redis'))!
   const requestRun = await load(request)
   row('airlock proxy, request mode, redis', requestRun, await stopLast())
   // The Node proxies beside it: the floor (node:http + undici, written in the bench) and the peers as their READMEs set them up.
-  for (const [peer, name] of [['floor', 'node:http + undici pass-through (the floor)'], ['fastify-http-proxy', '@fastify/http-proxy'], ['http-proxy', 'http-proxy (node-http-proxy)']] as const) {
+  row('node:http + undici pass-through (the floor)', medianRun(floorRuns))
+  for (const [peer, name] of [['fastify-http-proxy', '@fastify/http-proxy'], ['http-proxy', 'http-proxy (node-http-proxy)']] as const) {
     const port = (await tsx('./proxy/peers.ts', { TARGET: target, PEER: peer }, peer))!
     row(name, await load(port), await stopLast())
   }
