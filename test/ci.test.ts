@@ -16,9 +16,9 @@ const hasRedis = spawnSync('redis-server', ['--version']).status === 0
 const run = () => execFileSync('bash', ['.ci/run', '--dry-run'], { cwd: root, encoding: 'utf8', timeout: 30_000 })
 
 describe('.ci/run', () => {
-  it('makes sure of redis-server, chromium, lua-check, the PHP client packages (php-cli, php-curl, php-symfony-http-client), nginx, curl, procps and prometheus (promtool)', () => {
+  it('makes sure of redis-server, chromium, lua-check, the PHP client packages (php-cli, php-curl, php-symfony-http-client), nginx, curl, procps, prometheus (promtool), and for the connector php-fpm, php-sqlite3, njs, caddy and systemd', () => {
     const checked = /^ci: system packages: (.*?);/m.exec(run())?.[1]?.split(' ')
-    expect(checked).toEqual(['redis-server', 'chromium', 'lua-check', 'php-cli', 'php-curl', 'php-symfony-http-client', 'nginx', 'curl', 'procps', 'prometheus'])
+    expect(checked).toEqual(['redis-server', 'chromium', 'lua-check', 'php-cli', 'php-curl', 'php-symfony-http-client', 'nginx', 'curl', 'procps', 'prometheus', 'php-fpm', 'php-sqlite3', 'libnginx-mod-http-js', 'caddy', 'systemd'])
   })
 
   it.skipIf(!hasRedis && !process.env.CI)('prints the Redis version as a bare number (7.0.15, not v=7.0.15)', () => {
