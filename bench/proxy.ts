@@ -196,6 +196,18 @@ try {
   const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }, 'request-redis'))!
   const requestRun = await load(request)
   row('airlock proxy, request mode, redis', requestRun, await stopLast())
+  // Refusals: what a busy answer costs the Node side (the site full: every request turned away),
+  // against a bare node:http 503. µs a refusal = 1e6 / req/s with this box's load generator.
+  const bare = (await tsx('./proxy/peers.ts', { TARGET: target, PEER: '503' }))!
+  row('node:http 503 (a bare refusal)', await load(bare))
+  await stopLast()
+  const full = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'session', LIMIT: '1' }, 'refusals'))!
+  await fetch(`http://127.0.0.1:${full}/`) // the one slot, taken
+  row('airlock proxy, refusals (site full)', await load(full), await stopLast())
+  const service = (await tsx('./proxy/auth.ts', { LIMIT: '1', QUEUE: '0' }, 'auth-refusals'))!
+  const ask = { 'x-original-uri': '/', 'x-original-method': 'GET', 'x-forwarded-for': '203.0.113.1' }
+  await fetch(`http://127.0.0.1:${service}/.airlock/decide`, { headers: ask })
+  row('airlock auth, refusals (site full)', await load(service, '/.airlock/decide', ask), await stopLast())
   // The Node proxies beside it: the floor (node:http + undici, written in the bench) and the peers as their READMEs set them up.
   row('node:http + undici pass-through (the floor)', medianRun(floorRuns))
   for (const [peer, name] of [['fastify-http-proxy', '@fastify/http-proxy'], ['http-proxy', 'http-proxy (node-http-proxy)']] as const) {
@@ -229,8 +241,13 @@ try {
     const base = r.name.includes('auto') ? nginxAllRps : nginxRps
     return r.rps !== null && base ? fixed(r.rps / base, 2) : '-'
   }
-  /** Node proxies against the floor of a Node proxy (the bar for airlock proxy: 0.9x). */
-  const ofFloor = (r: (typeof rows)[number]): string => (r.rps !== null && floorRps && !r.name.startsWith('nginx') && !r.name.startsWith('origin') && !r.name.includes('auto') ? fixed(r.rps / floorRps, 2) : '-')
+  /** Node proxies against the floor of a Node proxy (the bar for airlock proxy: 0.9x); refusals against a bare 503. */
+  const bareRps = rows.find((r) => r.name.startsWith('node:http 503'))?.rps ?? null
+  const ofFloor = (r: (typeof rows)[number]): string => {
+    if (r.rps === null || r.name.startsWith('nginx') || r.name.startsWith('origin') || r.name.includes('auto')) return '-'
+    if (r.name.includes('refusal')) return bareRps ? `${fixed(r.rps / bareRps, 2)} of a bare 503` : '-'
+    return floorRps ? fixed(r.rps / floorRps, 2) : '-'
+  }
   console.log(`# airlock proxy against nginx\n\n${describeMachine(machine())}`)
   console.log(`one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback; "x nginx": against nginx with as many workers\n`)
   console.log(markdownTable(['', 'req/s', 'p99 ms', 'x nginx', 'x Node floor', 'non-2xx'], rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), ratio(r), ofFloor(r), r.non2xx])))

@@ -5,6 +5,7 @@
  * - `fastify-http-proxy`: @fastify/http-proxy as its README sets it up (`upstream`, prefix `/`).
  * - `http-proxy`: node-http-proxy as its README sets it up (`createProxyServer({ target })`, an
  *   agent with keep-alive so it is not measured opening connections).
+ * - `503`: a bare node:http 503 (the cheapest refusal Node can send), to set refusals against.
  * Prints `listening <port>`.
  */
 import { Agent, createServer, type IncomingHttpHeaders } from 'node:http'
@@ -22,7 +23,17 @@ const strip = (headers: IncomingHttpHeaders | Record<string, string | string[] |
   return out
 }
 let port: number
-if (peer === 'floor') {
+if (peer === '503') {
+  // The cheapest refusal Node can send: a bare node:http 503 with a small page and Retry-After.
+  const page = '<!doctype html><title>Busy</title><p>Lots of visitors right now: this page tries again in 5 s.</p>'
+  const server = createServer((_req, res) => {
+    res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'retry-after': '5', 'cache-control': 'no-store' })
+    res.end(page)
+  })
+  server.keepAliveTimeout = 65_000
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  port = (server.address() as { port: number }).port
+} else if (peer === 'floor') {
   const pool = new Pool(target, { connections: 128 })
   const server = createServer((req, res) => {
     const { host: _host, ...headers } = strip(req.headers)
