@@ -98,6 +98,15 @@ export class BusyAnswers {
     this.shareJsonBody = busyJson(retryAfter, 'client-share')
   }
 
+  /** The built-in page in `language` without a nonce: the same every time, rendered once (a crowd's refusals cost no rendering). */
+  private pageIn(language: PageLanguage): string {
+    let page = this.pages.get(language)
+    if (page === undefined) this.pages.set(language, (page = renderBusyPage(this.retryAfter, undefined, language)))
+    return page
+  }
+
+  private readonly pages = new Map<PageLanguage, string>()
+
   /** `reason` `'client-share'`: the JSON says so (`"reason":"client-share"`); the page is the same. */
   busy(r: AnswerRequest, reason?: 'client-share'): GateResponse {
     return answer(r, () => {
@@ -108,7 +117,7 @@ export class BusyAnswers {
       const nonce = r.nonce()
       const builtIn = (): GateResponse => {
         const language = this.languages.pick(r.acceptLanguage)
-        return { status: 503, headers: this.builtIn.of(language), body: renderBusyPage(this.retryAfter, nonce, language) }
+        return { status: 503, headers: this.builtIn.of(language), body: nonce === undefined ? this.pageIn(language) : renderBusyPage(this.retryAfter, nonce, language) }
       }
       if (this.page === undefined) return builtIn()
       if (typeof this.page === 'string') return { status: 503, headers: this.html, body: this.page }
