@@ -206,7 +206,7 @@ ${SERVICE_HEADERS}
 
     # A refusal: the service's answer for this request, kept by it under the id it gave.
     location @airlock_answer {
-        rewrite ^ /.airlock/answer/$airlock_answer break;
+        rewrite ^ /.airlock/answer/$airlock_answer? break;
         proxy_method GET;
         proxy_pass http://airlock_service;
         proxy_http_version 1.1;

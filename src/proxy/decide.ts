@@ -27,7 +27,7 @@ import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateRespons
 import { resolveStore } from '../stores/resolve.js'
 import { hopOf } from './headers.js'
 import type { ProxyLog, ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, metricsAt, type MountedMetrics } from './mount.js'
+import { checkMetricsPath, checkedLog, closeServer, listenOn, metricsAt, type MountedMetrics } from './mount.js'
 
 /** Options of {@link createDecisionService}: the gate's (session mode) and the service's own. */
 export interface DecisionServiceOptions extends GateOptions<IncomingMessage> {
@@ -67,7 +67,7 @@ export const REQUEST_MODE_REFUSED =
   'mode: request cannot work behind forward-auth: nginx, Caddy and Traefik never tell the service when a request ends, so its slot would never be freed; use session mode here, or `airlock proxy --mode request` (the proxy sees every answer end)'
 const ANSWER_LIFE = 10_000
 const MAX_ANSWERS = 10_000
-/** Headers of a gate answer the proxy must not copy (hop-by-hop, or its own). */
+/** The headers of a `continue`: never kept by a browser or by nginx's cache. */
 const CONTINUE = { 'airlock-action': 'continue', 'cache-control': 'no-store', 'x-accel-expires': '0' }
 
 /**
@@ -99,8 +99,10 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const t0 = performance.now()
     const url = req.url ?? '/'
-    const authRequest = url === '/.airlock/auth-request'
-    if (url === '/.airlock/decide' || authRequest) {
+    // The question's own path, whatever query comes along (Caddy's rewrite keeps the original one).
+    const path = url.indexOf('?') < 0 ? url : url.slice(0, url.indexOf('?'))
+    const authRequest = path === '/.airlock/auth-request'
+    if (path === '/.airlock/decide' || authRequest) {
       const hop = hopOf(req.socket.remoteAddress ?? '', false, req.headers, trusts)
       const view = {
         method: original(req.headers['x-original-method'] ?? req.headers['x-forwarded-method'], 'GET'),
@@ -119,8 +121,8 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
       else send(d)
       return
     }
-    if (url.startsWith('/.airlock/answer/')) return kept(res, url.slice('/.airlock/answer/'.length), req.method === 'HEAD')
-    if (url === '/.airlock/health') {
+    if (path.startsWith('/.airlock/answer/')) return kept(res, path.slice('/.airlock/answer/'.length), req.method === 'HEAD')
+    if (path === '/.airlock/health') {
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' })
       res.end('ok\n')
       return
@@ -220,21 +222,10 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     gate,
     async listen({ port = 8787, host = '127.0.0.1' } = {}) {
       await gate.ready
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, host, () => {
-          server.removeListener('error', reject)
-          resolve()
-        })
-      })
-      return `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as { port: number }).port}`
+      return listenOn(server, port, host)
     },
     async close() {
-      const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve()
-      server.closeIdleConnections()
-      const idle = setInterval(() => server.closeIdleConnections(), 50)
-      await closed
-      clearInterval(idle)
+      await closeServer(server)
       await Promise.all([gate.close(), board?.handler.close(), metrics?.stop()])
       log?.flush()
     },

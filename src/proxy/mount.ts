@@ -1,8 +1,8 @@
 /**
- * What the proxy and the decision service both serve besides the gate: Prometheus metrics at a
- * path of their own, and their log option checked.
+ * What the proxy and the decision service both do besides the gate: serve Prometheus metrics at a
+ * path of their own, check their log option, listen and close.
  */
-import type { ServerResponse } from 'node:http'
+import type { Server, ServerResponse } from 'node:http'
 import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
 import { knownKeys, oneOf, received } from '../base/validate.js'
@@ -47,4 +47,25 @@ export function checkedLog(options: ProxyLogOptions): ProxyLog {
   const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
   if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
   return new ProxyLog({ level, format, destination: options.destination })
+}
+
+/** Listens on `host:port`; resolves the URL (rejects when the port cannot be had). */
+export async function listenOn(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.removeListener('error', reject)
+      resolve()
+    })
+  })
+  return `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as { port: number }).port}`
+}
+
+/** Stops accepting and resolves once open requests are over (idle keep-alive connections closed at once). */
+export async function closeServer(server: Server): Promise<void> {
+  const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve()
+  const idle = setInterval(() => server.closeIdleConnections(), 50)
+  server.closeIdleConnections()
+  await closed
+  clearInterval(idle)
 }

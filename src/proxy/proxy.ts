@@ -23,7 +23,7 @@ import { resolveStore } from '../stores/resolve.js'
 import { Forwarder, type Outcome } from './forward.js'
 import { hopOf, requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
 import type { ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, metricsAt } from './mount.js'
+import { checkMetricsPath, checkedLog, closeServer, listenOn, metricsAt } from './mount.js'
 import { rawHead, tunnel, type UpgradeOutcome } from './upgrade.js'
 
 export type { ProxyLogOptions } from './log.js'
@@ -311,23 +311,11 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     gate,
     async listen({ port = 3000, host = '127.0.0.1' } = {}) {
       await gate?.ready
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, host, () => {
-          server.removeListener('error', reject)
-          resolve()
-        })
-      })
-      const address = server.address() as { port: number }
-      return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`
+      return listenOn(server, port, host)
     },
     async close() {
-      const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve()
       // Keep-alive connections close as soon as their request is over, not after keepAliveTimeout.
-      const idle = setInterval(() => server.closeIdleConnections(), 50)
-      server.closeIdleConnections()
-      await closed
-      clearInterval(idle)
+      await closeServer(server)
       await Promise.all([gate?.close(), forwarder.close(), board?.handler.close(), metrics?.stop()])
       log?.flush()
     },

@@ -7,7 +7,7 @@
  * nginx's own busy page (or, `--fail open`, the site); secrets rotate without dropping passes.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, fetch as undiciFetch } from 'undici'
@@ -21,6 +21,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import { hasNginx, hasNjs, startNginxWith, type Nginx } from '../helpers/nginx.js'
 import { hasPhpFpm, startPhpFpm, type PhpFpm } from '../helpers/php-fpm.js'
 import { freePort } from '../helpers/redis.js'
+import { twoCookieService } from './two-cookies.js'
 
 const SECRET = 'a-test-secret-of-at-least-32-bytes-0001'
 const OLD_SECRET = 'an-older-secret-of-at-least-32-bytes-02'
@@ -319,26 +320,7 @@ describe.skipIf(!ready)('nginx keeps every Set-Cookie of the decision (issue 39)
   let port: number
   beforeAll(async () => {
     port = await freePort()
-    // A service answering with two cookies: continue for ?go, else a busy page.
-    stub = createServer((req, res) => {
-      const uri = String(req.headers['x-original-uri'] ?? '')
-      const cookies = ['one=1; Path=/', 'two=2; Path=/']
-      if (req.url === '/.airlock/decide' || req.url === '/.airlock/auth-request') {
-        if (uri.includes('go')) {
-          res.writeHead(200, { 'airlock-action': 'continue', 'set-cookie': cookies, 'airlock-cookie-1': cookies[0]!, 'airlock-cookie-2': cookies[1]! })
-          res.end()
-          return
-        }
-        if (req.url === '/.airlock/auth-request') {
-          res.writeHead(401, { 'airlock-action': 'answer', 'airlock-answer': 'abc' })
-          res.end()
-          return
-        }
-      }
-      res.writeHead(503, { 'airlock-action': 'answer', 'retry-after': '3', 'content-type': 'text/html', 'set-cookie': cookies, 'x-accel-expires': '0' })
-      res.end('<html>busy</html>')
-    })
-    await new Promise<void>((r) => stub.listen(port, '127.0.0.1', r))
+    stub = await twoCookieService(port)
   })
   afterAll(() => new Promise<void>((r) => stub.close(() => r())))
 
@@ -377,7 +359,7 @@ describe.skipIf(!ready)('nginx auth_request (no njs), in front of PHP-FPM (issue
       const before = s.decisions()
       expect((await get(`${s.nginx.url}/index.php`, pass)).status).toBe(200)
       expect(s.decisions()).toBe(before + 1)
-      const r = await get(`${s.nginx.url}/index.php`, undefined, { headers: { 'accept-language': 'fr', accept: 'text/html' } })
+      const r = await get(`${s.nginx.url}/index.php?page=2&q=a%20b`, undefined, { headers: { 'accept-language': 'fr', accept: 'text/html' } })
       expect(r.status).toBe(503)
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
       expect(r.headers.get('content-language')).toBe('fr')

@@ -2,13 +2,12 @@
  * A private nginx for tests: its own prefix directory in a temp folder, a free loopback port, in
  * the foreground (stopped with the process), never the machine's nginx.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { connect } from 'node:net'
 import { join } from 'node:path'
 import { freePort } from './redis.js'
-import { until } from './wait.js'
+import { acceptsConnections, startServerProcess } from './server-process.js'
 
 /** Whether nginx is on PATH (CI installs it; tests needing it run there whatever this says). */
 export const hasNginx = spawnSync('nginx', ['-v']).error === undefined
@@ -47,34 +46,12 @@ ${http(port, dir)}
 }
 `,
   )
-  const proc: ChildProcess = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
-  // Whatever happens to the test, the server goes with its process.
-  const onExit = (): void => void proc.kill('SIGTERM')
-  process.once('exit', onExit)
-  let stderr = ''
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  const server = await startServerProcess('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], () => acceptsConnections(port))
   const url = `http://127.0.0.1:${port}`
-  // Ready once it accepts a connection (a request would be one more visitor of the site).
-  await until(async () => {
-    if (proc.exitCode !== null) throw new Error(`nginx exited ${proc.exitCode}: ${stderr}`)
-    return new Promise<boolean>((done) => {
-      const socket = connect(port, '127.0.0.1', () => {
-        socket.destroy()
-        done(true)
-      })
-      socket.on('error', () => done(false))
-    })
-  }, 10_000, 50)
   return {
     url,
     dir,
     port,
-    stop: () =>
-      new Promise((done) => {
-        process.removeListener('exit', onExit)
-        if (proc.exitCode !== null || proc.signalCode !== null) return done()
-        proc.once('exit', () => done())
-        proc.kill('SIGTERM')
-      }),
+    stop: server.stop,
   }
 }

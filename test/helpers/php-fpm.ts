@@ -3,11 +3,11 @@
  * in a temp folder, `pm = static` with `children` workers (a modest server has 4), in the
  * foreground, stopped with the process. Never the machine's PHP-FPM.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { until } from './wait.js'
+import { startServerProcess } from './server-process.js'
 
 /** Debian's php-fpm binary (php-fpm8.2 on bookworm), if installed. */
 export const PHP_FPM = readdirSync('/usr/sbin').find((f) => /^php-fpm\d/.test(f))
@@ -47,25 +47,10 @@ catch_workers_output = yes
 clear_env = no
 `,
   )
-  const proc: ChildProcess = spawn(`/usr/sbin/${PHP_FPM}`, ['-F', '-y', join(dir, 'php-fpm.conf'), ...(asRoot ? ['-R'] : [])], { stdio: ['ignore', 'ignore', 'pipe'] })
-  // Whatever happens to the test, the server goes with its process.
-  const onExit = (): void => void proc.kill('SIGTERM')
-  process.once('exit', onExit)
-  let stderr = ''
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  await until(() => {
-    if (proc.exitCode !== null) throw new Error(`php-fpm exited ${proc.exitCode}: ${stderr}`)
-    return existsSync(socket)
-  }, 10_000, 50)
+  const server = await startServerProcess(`/usr/sbin/${PHP_FPM}`, ['-F', '-y', join(dir, 'php-fpm.conf'), ...(asRoot ? ['-R'] : [])], () => existsSync(socket))
   return {
     address: `unix:${socket}`,
     root,
-    stop: () =>
-      new Promise((done) => {
-        process.removeListener('exit', onExit)
-        if (proc.exitCode !== null || proc.signalCode !== null) return done()
-        proc.once('exit', () => done())
-        proc.kill('SIGTERM')
-      }),
+    stop: server.stop,
   }
 }
