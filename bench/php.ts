@@ -44,7 +44,7 @@ const ROWS = process.env.ROWS ? new RegExp(process.env.ROWS) : undefined
 const wanted = (name: string): boolean => ROWS === undefined || ROWS.test(name)
 
 const PAGE = `<?php
-$db = new PDO('sqlite:' . __DIR__ . '/site.db', null, null, [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_TIMEOUT => 10]);
+$db = new PDO('sqlite:' . __DIR__ . '/site.db', null, null, [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_TIMEOUT => 30]);
 $posts = $db->query("SELECT id, title FROM posts WHERE title LIKE '%7%' ORDER BY id DESC LIMIT 20")->fetchAll();
 $db->exec('BEGIN IMMEDIATE');
 $db->exec('UPDATE stats SET pages = pages + 1');
@@ -73,7 +73,10 @@ class Visitor {
   private jar = new Map<string, string>()
   readonly latencies: number[] = []
   pages = 0
+  /** 500, 502, 504: the origin failed (the shield's own answers are 503 and 202). */
   failures = 0
+  /** Requests that got no answer (a connection refused or reset, a timeout). */
+  errors = 0
   constructor(
     readonly origin: string,
     address: string,
@@ -131,7 +134,7 @@ class Visitor {
     while (Date.now() < until) {
       const r = await this.get('/index.php').catch(() => null)
       if (r === null) {
-        this.failures++
+        this.errors++
         await sleep(100)
       } else if (!r.body.includes('page-from-php')) await this.follow(until)
     }
@@ -242,6 +245,7 @@ try {
     clearInterval(sampling)
     const latencies = browsers.flatMap((b) => b.latencies)
     const php5xx = browsers.reduce((a, b) => a + b.failures, 0) + (c ? (c.statuses[500] ?? 0) + (c.statuses[502] ?? 0) + (c.statuses[504] ?? 0) : 0)
+    const unanswered = browsers.reduce((a, b) => a + b.errors, 0)
     await Promise.all(browsers.map((b) => b.client.close()))
     const p99 = latencies.length ? percentile(latencies, 99) : null
     return {
@@ -252,7 +256,7 @@ try {
       crowd: c ? `${c.perSecond}/s: ${Object.entries(c.statuses).map(([s, n]) => `${n} x ${s}`).join(', ')}${c.errors ? `, ${c.errors} errors/timeouts` : ''}` : '-',
       p99: p99 === null ? null : Math.round(p99),
       follower: followed === undefined ? '-' : followed === null ? 'no page in 60 s' : `${fixed(followed / 1000, 1)} s`,
-      note: [unloadedP99 && p99 ? `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` : '', shieldPid ? `Node ${fixed(rssAtStart / 1024)} MB idle, ${fixed(rss / 1024)} MB at most` : ''].filter(Boolean).join('; '),
+      note: [unanswered ? `${unanswered} browser requests unanswered` : '', unloadedP99 && p99 ? `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` : '', shieldPid ? `Node ${fixed(rssAtStart / 1024)} MB idle, ${fixed(rss / 1024)} MB at most` : ''].filter(Boolean).join('; '),
       latencies,
     }
   }

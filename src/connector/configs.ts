@@ -277,6 +277,12 @@ ${php ? `    root * ${o.root}\n` : ''}${unGated}
             rewrite /.airlock/decide
             header_up X-Forwarded-Method {method}
             header_up X-Forwarded-Uri {uri}
+            # Connections to the service kept open: a crowd's questions would otherwise open and
+            # close one each, and run out of loopback ports.
+            transport http {
+                keepalive_idle_conns 1024
+                keepalive_idle_conns_per_host 1024
+            }
             @two {
                 header Airlock-Action continue
                 header Airlock-Cookie-2 *
