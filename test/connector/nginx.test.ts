@@ -21,7 +21,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import { hasNginx, hasNjs, startNginxWith, type Nginx } from '../helpers/nginx.js'
 import { hasPhpFpm, startPhpFpm, type PhpFpm } from '../helpers/php-fpm.js'
 import { freePort } from '../helpers/redis.js'
-import { twoCookieService } from './two-cookies.js'
+import { expectBothCookies, twoCookieService } from './two-cookies.js'
 
 const SECRET = 'a-test-secret-of-at-least-32-bytes-0001'
 const OLD_SECRET = 'an-older-secret-of-at-least-32-bytes-02'
@@ -333,15 +333,7 @@ describe.skipIf(!ready)('nginx keeps every Set-Cookie of the decision (issue 39)
       writeFileSync(join(dir, 'busy.html'), 'busy')
       const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${port}`, listen: `127.0.0.1:${listen}`, root: php.root, dir, cacheDir: join(own, 'cache'), check }))
       try {
-        const go = await get(`${nginx.url}/index.php?go`)
-        expect(go.status).toBe(200)
-        expect(await go.text()).toBe('page from PHP\n')
-        expect(go.headers.getSetCookie()).toEqual(expect.arrayContaining(['one=1; Path=/', 'two=2; Path=/']))
-        const busy = await get(`${nginx.url}/index.php?stay`)
-        expect(busy.status).toBe(503)
-        expect(busy.headers.get('retry-after')).toBe('3')
-        expect(busy.headers.getSetCookie()).toEqual(['one=1; Path=/', 'two=2; Path=/'])
-        expect(await busy.text()).toBe('<html>busy</html>')
+          await expectBothCookies(nginx.url)
       } finally {
         await nginx.stop()
         await php.stop()

@@ -6,6 +6,7 @@
  * whose page is then fetched from `/.airlock/answer/<id>` (any path here).
  */
 import { createServer, type Server } from 'node:http'
+import { expect } from 'vitest'
 
 export const TWO_COOKIES = ['one=1; Path=/', 'two=2; Path=/']
 
@@ -30,4 +31,22 @@ export async function twoCookieService(port: number): Promise<Server> {
   })
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   return server
+}
+
+/**
+ * Through the proxy at `base` (PHP's page behind it), against {@link twoCookieService}: a continue
+ * reaches the page with both cookies; an answer (with its cookies) is sent as it is, never taken
+ * for a continue.
+ */
+export async function expectBothCookies(base: string): Promise<void> {
+  const get = (path: string) => fetch(`${base}${path}`, { redirect: 'manual', signal: AbortSignal.timeout(10_000) })
+  const go = await get('/index.php?go')
+  expect(go.status).toBe(200)
+  expect(await go.text()).toBe('page from PHP\n')
+  expect(go.headers.getSetCookie()).toEqual(expect.arrayContaining(TWO_COOKIES))
+  const busy = await get('/index.php?stay')
+  expect(busy.status).toBe(503)
+  expect(busy.headers.get('retry-after')).toBe('3')
+  expect(busy.headers.getSetCookie()).toEqual(TWO_COOKIES)
+  expect(await busy.text()).toBe('<html>busy</html>')
 }
