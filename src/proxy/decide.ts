@@ -17,7 +17,7 @@
  * `X-Forwarded-Method`/`X-Forwarded-Uri` (Caddy, Traefik); its headers come along.
  */
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { trustPolicy } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { knownKeys, nonNegativeInteger, received } from '../base/validate.js'
@@ -27,7 +27,7 @@ import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateRespons
 import { resolveStore } from '../stores/resolve.js'
 import { hopOf } from './headers.js'
 import type { ProxyLog, ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, closeServer, listenOn, metricsAt, type MountedMetrics } from './mount.js'
+import { checkMetricsPath, checkedLog, closeServer, guardedServer, listenOn, metricsAt, type MountedMetrics } from './mount.js'
 
 /** Options of {@link createDecisionService}: the gate's (session mode) and the service's own. */
 export interface DecisionServiceOptions extends GateOptions<IncomingMessage> {
@@ -207,15 +207,7 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     }
   }
 
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
-    try {
-      handle(req, res)
-    } catch (err) {
-      fail(res, err)
-    }
-  })
-  server.keepAliveTimeout = 65_000
-  server.headersTimeout = 66_000
+  const server = guardedServer(handle, (_req, res, err) => fail(res, err))
 
   return {
     server,

@@ -2,7 +2,7 @@
  * What the proxy and the decision service both do besides the gate: serve Prometheus metrics at a
  * path of their own, check their log option, listen and close.
  */
-import type { Server, ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
 import { knownKeys, oneOf, received } from '../base/validate.js'
@@ -47,6 +47,23 @@ export function checkedLog(options: ProxyLogOptions): ProxyLog {
   const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
   if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
   return new ProxyLog({ level, format, destination: options.destination })
+}
+
+/**
+ * A `node:http` server for `handle`, whose throw is that request's `fail`, never the process's end;
+ * keep-alive past the usual 60 s of the proxies in front (nginx, load balancers).
+ */
+export function guardedServer(handle: (req: IncomingMessage, res: ServerResponse) => void, fail: (req: IncomingMessage, res: ServerResponse, err: unknown) => void): Server {
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    try {
+      handle(req, res)
+    } catch (err) {
+      fail(req, res, err)
+    }
+  })
+  server.keepAliveTimeout = 65_000
+  server.headersTimeout = 66_000
+  return server
 }
 
 /** Listens on `host:port`; resolves the URL (rejects when the port cannot be had). */

@@ -6,7 +6,7 @@
  * upgrade.ts, headers.ts). `airlock proxy` is the command. See docs/proxy.md.
  * @packageDocumentation
  */
-import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http'
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { trustPolicy } from '../base/client-address.js'
@@ -23,7 +23,7 @@ import { resolveStore } from '../stores/resolve.js'
 import { Forwarder, type Outcome } from './forward.js'
 import { hopOf, requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
 import type { ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, closeServer, listenOn, metricsAt } from './mount.js'
+import { checkMetricsPath, checkedLog, closeServer, guardedServer, listenOn, metricsAt } from './mount.js'
 import { rawHead, tunnel, type UpgradeOutcome } from './upgrade.js'
 
 export type { ProxyLogOptions } from './log.js'
@@ -286,15 +286,14 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   }
 
   // Whatever goes wrong with one request is that request's 500, never the process's end.
-  const guarded = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+  const server = guardedServer((req, res) => handle(req, res, false), fail)
+  server.on('checkContinue', (req, res) => {
     try {
-      handle(req, res, expectsContinue)
+      handle(req, res, true)
     } catch (err) {
       fail(req, res, err)
     }
-  }
-  const server = createServer({ requireHostHeader: false }, (req, res) => guarded(req, res, false))
-  server.on('checkContinue', (req, res) => guarded(req, res, true))
+  })
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
       upgrade(req, socket, head)
@@ -303,8 +302,6 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       socket.destroy()
     }
   })
-  server.keepAliveTimeout = 65_000
-  server.headersTimeout = 66_000
 
   return {
     server,

@@ -5,7 +5,6 @@
  * service's answer passed through unchanged; the service down is a 503 the page retries.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
-import type { Server } from 'node:http'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { caddyConfig } from '../../src/connector/configs.js'
@@ -14,7 +13,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import { hasCaddy, startCaddy, type Caddy } from '../helpers/caddy.js'
 import { hasPhpFpm, startPhpFpm, type PhpFpm } from '../helpers/php-fpm.js'
 import { freePort } from '../helpers/redis.js'
-import { expectBothCookies, twoCookieService } from './two-cookies.js'
+import { expectBothCookies, useTwoCookieService } from './two-cookies.js'
 
 const SECRET = 'a-test-secret-of-at-least-32-bytes-0001'
 const ready = (hasCaddy && hasPhpFpm) || process.env.CI === 'true'
@@ -91,17 +90,11 @@ describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth de
 })
 
 describe.skipIf(!ready)('Caddy keeps every Set-Cookie of the decision (issue 39)', () => {
-  let stub: Server
-  let port: number
-  beforeAll(async () => {
-    port = await freePort()
-    stub = await twoCookieService(port)
-  })
-  afterAll(() => new Promise<void>((r) => stub.close(() => r())))
+  const stubPort = useTwoCookieService()
 
   it('both cookies of a continue reach the visitor with the page; an answer (with cookies) is never taken for a continue', async () => {
     const php = await startPhpFpm(SITE)
-    const caddy = await startCaddy((address) => caddyConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${port}`, serverName: address, root: php.root }))
+    const caddy = await startCaddy((address) => caddyConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${stubPort()}`, serverName: address, root: php.root }))
     try {
       await expectBothCookies(caddy.url)
     } finally {

@@ -7,7 +7,6 @@
  * nginx's own busy page (or, `--fail open`, the site); secrets rotate without dropping passes.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, fetch as undiciFetch } from 'undici'
@@ -21,7 +20,7 @@ import { memoryStore } from '../../src/stores/memory.js'
 import { hasNginx, hasNjs, startNginxWith, type Nginx } from '../helpers/nginx.js'
 import { hasPhpFpm, startPhpFpm, type PhpFpm } from '../helpers/php-fpm.js'
 import { freePort } from '../helpers/redis.js'
-import { expectBothCookies, twoCookieService } from './two-cookies.js'
+import { expectBothCookies, useTwoCookieService } from './two-cookies.js'
 
 const SECRET = 'a-test-secret-of-at-least-32-bytes-0001'
 const OLD_SECRET = 'an-older-secret-of-at-least-32-bytes-02'
@@ -201,10 +200,13 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
   it('a refusal that is everyone\'s is kept a second by nginx: a crowd costs the service one decision a second', async () => {
     await new Promise((r) => setTimeout(r, 1100))
     const before = s.decisions()
+    const t0 = Date.now()
     // A crowd: 40 visitors, each from an address of its own.
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => fromAddress(`127.0.9.${10 + i}`, `${s.nginx.url}/index.php`).then((r) => r.status)))
     expect(answers.every((x) => x === 503)).toBe(true)
-    expect(s.decisions() - before).toBeLessThanOrEqual(2)
+    // One decision for each second the crowd lasted (2 on a quiet box), whatever a loaded box takes.
+    expect(s.decisions() - before).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - t0) / 1000))
+    expect(s.decisions() - before).toBeLessThan(20)
     // A visitor with a cookie of the gate is never answered from the cache.
     const personal = s.decisions()
     await get(`${s.nginx.url}/index.php`, 'airlock_ticket=whatever')
@@ -316,13 +318,7 @@ describe.skipIf(!ready)('nginx + njs: a POST, the waiting room, the service down
 })
 
 describe.skipIf(!ready)('nginx keeps every Set-Cookie of the decision (issue 39)', () => {
-  let stub: Server
-  let port: number
-  beforeAll(async () => {
-    port = await freePort()
-    stub = await twoCookieService(port)
-  })
-  afterAll(() => new Promise<void>((r) => stub.close(() => r())))
+  const stubPort = useTwoCookieService()
 
   for (const check of ['njs', 'auth_request'] as const) {
     it(`${check}: both cookies of a continue and of an answer reach the visitor`, async () => {
@@ -331,7 +327,7 @@ describe.skipIf(!ready)('nginx keeps every Set-Cookie of the decision (issue 39)
       writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
       writeFileSync(join(dir, 'airlock.json'), JSON.stringify({ gate: 'default', cookie: 'airlock_pass', ticket: 'airlock_ticket', passTtl: 60_000, secrets: [SECRET], fail: 'closed', retryAfter: 5, busyPage: 'busy' }))
       writeFileSync(join(dir, 'busy.html'), 'busy')
-      const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${port}`, listen: `127.0.0.1:${listen}`, root: php.root, dir, cacheDir: join(own, 'cache'), check }))
+      const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${stubPort()}`, listen: `127.0.0.1:${listen}`, root: php.root, dir, cacheDir: join(own, 'cache'), check }))
       try {
           await expectBothCookies(nginx.url)
       } finally {

@@ -6,7 +6,8 @@
  * whose page is then fetched from `/.airlock/answer/<id>` (any path here).
  */
 import { createServer, type Server } from 'node:http'
-import { expect } from 'vitest'
+import { afterAll, beforeAll, expect } from 'vitest'
+import { freePort } from '../helpers/redis.js'
 
 export const TWO_COOKIES = ['one=1; Path=/', 'two=2; Path=/']
 
@@ -31,6 +32,18 @@ export async function twoCookieService(port: number): Promise<Server> {
   })
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   return server
+}
+
+/** In a `describe`: the service on a free port for its tests (closed after them); resolves the port. */
+export function useTwoCookieService(): () => number {
+  let server: Server | undefined
+  let port = 0
+  beforeAll(async () => {
+    port = await freePort()
+    server = await twoCookieService(port)
+  })
+  afterAll(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())))
+  return () => port
 }
 
 /**

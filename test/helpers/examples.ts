@@ -5,10 +5,11 @@
  * killed after each test (its whole process group for npm).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach } from 'vitest'
 import { sleep } from './wait.js'
+
+export { listening } from './server-process.js'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -102,17 +103,6 @@ function started(child: ChildProcess, label: string, ready: Ready, group = false
         }
       })()
     }
-  })
-}
-
-/** True while something accepts connections on 127.0.0.1:`port`. */
-export function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.on('error', () => resolve(false))
   })
 }
 

@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './redis.js'
-import { acceptsConnections, startServerProcess } from './server-process.js'
+import { listening, startServerProcess } from './server-process.js'
 
 /** Whether nginx is on PATH (CI installs it; tests needing it run there whatever this says). */
 export const hasNginx = spawnSync('nginx', ['-v']).error === undefined
@@ -46,7 +46,7 @@ ${http(port, dir)}
 }
 `,
   )
-  const server = await startServerProcess('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], () => acceptsConnections(port))
+  const server = await startServerProcess('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], () => listening(port))
   const url = `http://127.0.0.1:${port}`
   return {
     url,

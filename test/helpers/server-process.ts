@@ -1,6 +1,6 @@
 /**
  * What the private servers of the tests (nginx, PHP-FPM, Caddy) share: a spawned server that goes
- * with the test's process whatever happens, is ready when `ready()` says so (failing with its
+ * with the test's process whatever happens, is ready when `ready()` says so (for a port: {@link listening}) (failing with its
  * stderr if it exits first), and stops on SIGTERM.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
@@ -36,13 +36,13 @@ export async function startServerProcess(command: string, args: string[], ready:
   }
 }
 
-/** Whether something accepts a connection on 127.0.0.1:`port` (a request would be one more visitor of the site). */
-export function acceptsConnections(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.destroy()
-      done(true)
+/** True while something accepts connections on 127.0.0.1:`port` (a request would be one more visitor of a site). */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.destroy()
+      resolve(true)
     })
-    socket.on('error', () => done(false))
+    s.on('error', () => resolve(false))
   })
 }
