@@ -457,6 +457,11 @@ console.log('lock server ready')
       const help = npx(['--help'])
       expect(help.status).toBe(0)
       expect(help.stdout).toMatch(/^Usage: airlock <command>/)
+      // The package's own name is a bin too: `npx airlock-shield ...` typed outside the app folder
+      // runs this package, where `npx airlock` would fetch the registry's unrelated `airlock`.
+      const named = spawnSync('npx', ['--no-install', 'airlock-shield', '--help'], { cwd: app, encoding: 'utf8', timeout: 60_000 })
+      expect(named.status).toBe(0)
+      expect(named.stdout).toBe(help.stdout)
       expect(help.stdout).toMatch(/exec +run a command/)
       expect(npx(['exec', '--help']).stdout).toContain('--redis URL')
     })
