@@ -38,7 +38,7 @@ describe('airlock-shield/fetch', () => {
     const pass = cookieOf(first)
     expect(pass).toMatch(/^airlock_pass=p1~default~/)
     const other = await app(get('/', JSON_ACCEPT))
-    expect([other.status, other.headers.get('retry-after'), await other.json()]).toEqual([503, '5', { status: 'busy', retryAfter: 5 }])
+    expect([other.status, other.headers.get('retry-after'), await other.json()]).toEqual([503, '5', { status: 'busy', reason: 'full', retryAfter: 5 }])
     const again = await app(get('/', { cookie: pass }))
     expect([again.status, await again.text()]).toEqual([200, 'hello pass'])
     expect((await gate.gate.state()).held).toBe(1)

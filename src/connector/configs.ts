@@ -222,6 +222,7 @@ ${SERVICE_HEADERS}
         default_type text/html;
         add_header Retry-After 5 always;
         add_header Cache-Control no-store always;
+        add_header Airlock "busy; reason=${njs ? 'client-rate' : 'service-unavailable'}" always;
     }
 `
   const bypass = o.bypass.map((p) => `    location ^~ ${p} {\n${originLines(o.parsed, '        ')}\n    }\n`).join('\n')
@@ -313,6 +314,7 @@ ${php ? `    root * ${o.root}\n` : ''}${unGated}
         handle @down {
             header Retry-After 5
             header Cache-Control no-store
+            header Airlock "busy; reason=service-unavailable"
             respond "The site is busy. Try again in a few seconds." 503
         }
     }

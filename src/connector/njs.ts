@@ -94,7 +94,7 @@ function personal(r) {
   return '';
 }
 
-var COPIED = ['Content-Type', 'Retry-After', 'Cache-Control', 'Content-Language', 'Vary', 'Link',
+var COPIED = ['Airlock', 'Content-Type', 'Retry-After', 'Cache-Control', 'Content-Language', 'Vary', 'Link',
   'Content-Security-Policy', 'X-Content-Type-Options', 'Referrer-Policy', 'X-Frame-Options', 'Refresh', 'Location'];
 
 function copyCookies(r, reply) {
@@ -108,6 +108,7 @@ function failed(r) {
   r.headersOut['Content-Type'] = 'text/html; charset=utf-8';
   r.headersOut['Retry-After'] = String(s.retryAfter);
   r.headersOut['Cache-Control'] = 'no-store';
+  r.headersOut['Airlock'] = 'busy; reason=service-unavailable; gate=' + (/^[A-Za-z]/.test(s.gate) ? s.gate : JSON.stringify(s.gate));
   r.return(503, s.busyPage);
 }
 

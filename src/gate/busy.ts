@@ -3,7 +3,7 @@
  * the page builders get of a request (its method, `Accept`, `Accept-Language`, the framework's request, a CSP nonce
  * from the user's `nonce` function). User functions (`skip`, `nonce`) that throw are logged once.
  */
-import { BusyAnswers } from '../pages/answers.js'
+import { BusyAnswers, type BusyReason } from '../pages/answers.js'
 import type { PageLanguages } from '../pages/language.js'
 import { guardedCall } from './decisions.js'
 import type { BusyDecision, GateLogger, RequestView } from './types.js'
@@ -22,7 +22,7 @@ export class GateAnswers<Req> {
     /** The built-in pages' languages (the `messages` option). */
     readonly languages: PageLanguages,
   ) {
-    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'), languages)
+    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'), languages, gate)
   }
 
   /** Logs a page builder that threw (the built-in page is sent instead). */
@@ -30,8 +30,9 @@ export class GateAnswers<Req> {
     return (err) => this.logger.warn({ err, gate: this.gate }, `airlock-shield: ${option} threw; sending the built-in page`)
   }
 
-  busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
-    return { kind: 'busy', reason, setCookie: undefined, response: this.pages.busy(this.request(view), reason === 'client-share' ? reason : undefined) }
+  /** The busy decision for `reason` (the challenge is the door's own answer). */
+  busy(view: RequestView<Req>, reason: BusyReason): BusyDecision {
+    return { kind: 'busy', reason, setCookie: undefined, response: this.pages.busy(this.request(view), reason) }
   }
 
   /** What the page builders get of `view`. */

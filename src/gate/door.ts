@@ -10,7 +10,7 @@ import { cookieValues } from '../base/http.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import { challengeJson, renderChallengePage, CHALLENGE_PAGE_CSP, SOLUTION_HEADER } from '../pages/challenge.js'
 import { headAnswer, prefersJson } from '../base/http.js'
-import { PageHeaders, type AnswerRequest, type GateResponse } from '../pages/answers.js'
+import { PageHeaders, SHIELD_HEADER, shieldHeader, type AnswerRequest, type GateResponse } from '../pages/answers.js'
 import { PageLanguages } from '../pages/language.js'
 import { challengeChannel, type ChallengeEvent } from '../base/events.js'
 import { newToken } from '../core/lease.js'
@@ -98,7 +98,7 @@ export class Door {
     this.noscript = new Allowance(settings.noscriptRate)
     this.open = createSigner({ secrets, context: 'airlock-door', maxLength: TICKET_MAX_LENGTH })
     this.shadow = createSigner({ secrets, context: 'airlock-shadow', maxLength: TICKET_MAX_LENGTH })
-    const common = { 'cache-control': 'no-store', vary: 'Accept' }
+    const common = { 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('challenge', gate) }
     this.json = Object.freeze({ ...common, 'content-type': 'application/json; charset=utf-8' })
     this.html = new PageHeaders({ ...common, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CHALLENGE_PAGE_CSP })
   }

@@ -5,6 +5,7 @@
  */
 import type { Semaphore } from '../core/semaphore.js'
 import type { GateAnswers } from './busy.js'
+import type { BusyReason } from '../pages/answers.js'
 import type { StoreGuard } from '../core/guard.js'
 import type { LocalShare } from './local-share.js'
 import type { LossWatch } from './failover.js'
@@ -57,7 +58,7 @@ export abstract class Flow<Req> {
     return undefined
   }
 
-  protected busy(view: RequestView<Req>, reason: BusyDecision['reason']): BusyDecision {
+  protected busy(view: RequestView<Req>, reason: BusyReason): BusyDecision {
     return this.answers.busy(view, reason)
   }
 

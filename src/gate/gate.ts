@@ -7,7 +7,7 @@
  * the Express middleware translate.
  */
 import { createSemaphore, type Semaphore, type SemaphoreState } from '../core/semaphore.js'
-import { CONFIRMED } from '../pages/answers.js'
+import { confirmedAnswer, type GateResponse } from '../pages/answers.js'
 import { GateAnswers } from './busy.js'
 import { StoreGuard } from '../core/guard.js'
 import { LocalShare } from './local-share.js'
@@ -73,6 +73,8 @@ export class Gate<Req = unknown> {
   readonly #s: GateSettings<Req>
   readonly #passes: Passes
   readonly #ref: WeakRef<Gate<never>>
+  /** The confirm request's `204`, made on the first one. */
+  #confirmed: GateResponse | undefined
   readonly #limit: EffectiveLimit
   readonly #control: ControlInForce
   readonly #adaptor: AdaptiveGate | undefined
@@ -243,7 +245,8 @@ export class Gate<Req = unknown> {
 
   /** The gate's own confirm request (`?__airlock=confirm`): `204`, with the confirmed pass. */
   private confirmRequest(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
-    const answer = (d: BypassDecision): BypassDecision => ({ kind: 'bypass', setCookie: d.setCookie, response: CONFIRMED })
+    const confirmed = (this.#confirmed ??= confirmedAnswer(this.name))
+    const answer = (d: BypassDecision): BypassDecision => ({ kind: 'bypass', setCookie: d.setCookie, response: confirmed })
     const d = this.confirm(view)
     return d instanceof Promise ? d.then(answer) : answer(d)
   }

@@ -80,7 +80,7 @@ export class GateLine {
       optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${received(q.page)}`)
     }
     this.answers = new LineAnswers(
-      { order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval, hold: settings.hold },
+      { gate, order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval, hold: settings.hold },
       q.page,
       settings.onPageError,
       settings.languages,

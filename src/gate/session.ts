@@ -6,7 +6,7 @@
 import { newVisitorId, type EnterResult } from '../core/waiting-room.js'
 import type { Semaphore } from '../core/semaphore.js'
 import { firstCookie, prefersJson } from '../base/http.js'
-import type { GateResponse } from '../pages/answers.js'
+import { SHIELD_HEADER, shieldHeader, type GateResponse } from '../pages/answers.js'
 import { queueChannel, type QueueEvent } from '../base/events.js'
 import { GateLine } from './line.js'
 import type { Newcomers } from './live-control.js'
@@ -22,11 +22,14 @@ import type { AdmitDecision, GateDecision, RequestView } from './types.js'
 import { LEAVE_QUERY } from '../pages/left.js'
 import { pathOf } from './bypass.js'
 
-const CROSS_SITE: GateResponse = Object.freeze({
-  status: 403,
-  headers: Object.freeze({ 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }),
-  body: 'Leaving the line is only possible from this site.\n',
-})
+/** "Leave the line" sent from another site: refused (`403`). */
+function crossSite(gate: string): GateResponse {
+  return Object.freeze({
+    status: 403,
+    headers: Object.freeze({ 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', [SHIELD_HEADER]: shieldHeader('refused', gate, 'cross-site') }),
+    body: 'Leaving the line is only possible from this site.\n',
+  })
+}
 
 /** Whether a request comes from the site itself: `Sec-Fetch-Site` when the browser sends it, else `Origin` against `Host`. */
 function sameSite(headers: RequestView['headers']): boolean {
@@ -99,7 +102,7 @@ export class SessionFlow<Req> extends Flow<Req> {
    * site cannot throw a visitor out of the line.
    */
   private async leave(line: GateLine, view: RequestView<Req>): Promise<GateDecision> {
-    if (!sameSite(view.headers)) return { kind: 'bypass', setCookie: undefined, response: CROSS_SITE }
+    if (!sameSite(view.headers)) return { kind: 'bypass', setCookie: undefined, response: (this.crossSite ??= crossSite(this.s.name)) }
     const visitorId = line.readTicket(view.headers.cookie, Date.now())?.visitorId
     if (visitorId !== undefined) {
       try {
@@ -125,6 +128,9 @@ export class SessionFlow<Req> extends Flow<Req> {
     const key = share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
     return key ? shareFor(share!, key, this.limit.value) : undefined
   }
+
+  /** The cross-site "Leave the line" refusal, made once. */
+  private crossSite: GateResponse | undefined
 
   /** Whether the warning that a proxy's visitors all count as one client was given. */
   private toldOfProxy = false

@@ -5,7 +5,7 @@
  */
 import { asksProblem, headAnswer, prefersJson } from '../base/http.js'
 import { busyProblem, PROBLEM_TYPE, queuedProblem } from './problem.js'
-import { BUSY_PAGE_CSP, busyJson, renderBusyPage, type BusyPage } from './busy.js'
+import { BUSY_PAGE_CSP, busyJson, busyPageDelay, renderBusyPage, type BusyPage } from './busy.js'
 import { PageLanguages, type PageLanguage } from './language.js'
 import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
 import { admittedJson, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
@@ -38,12 +38,33 @@ export interface AnswerRequest {
 const JSON_TYPE = 'application/json; charset=utf-8'
 const HTML_TYPE = 'text/html; charset=utf-8'
 
-/** The confirm request's answer: no content, never cached. */
-export const CONFIRMED: GateResponse = Object.freeze({
-  status: 204,
-  headers: Object.freeze({ 'cache-control': 'no-store' }),
-  body: '',
-})
+/**
+ * The response header every answer of the shield carries (never the route's): `Airlock: busy;
+ * reason=client-share; gate=shop`. Its first word is the kind of answer (`busy`, `queued`,
+ * `challenge`, `admitted`, `confirmed`, `left`, `refused`; the proxy's `origin-error`), then
+ * RFC 8941 parameters: the busy answer's `reason` (as its JSON's) and the gate's name. A load
+ * tester, an access log (nginx's `$upstream_http_airlock`) or a monitor tells the shield's `503`
+ * from the origin's by it.
+ */
+export const SHIELD_HEADER = 'airlock'
+
+/** Why the gate sent its busy answer (`BusyDecision.reason` but the challenge, which has its own answer). */
+export type BusyReason = 'full' | 'store-unavailable' | 'closed' | 'client-share' | 'challenge-failed'
+
+/** The {@link SHIELD_HEADER}'s value: `kind`, then `reason` if any, then `gate` (a token, else a quoted string). */
+export function shieldHeader(kind: string, gate: string, reason?: string): string {
+  const name = /^[A-Za-z*][A-Za-z0-9._:*/-]*$/.test(gate) ? gate : JSON.stringify(gate)
+  return reason === undefined ? `${kind}; gate=${name}` : `${kind}; reason=${reason}; gate=${name}`
+}
+
+/** The confirm request's answer (`204`): no content, never cached. */
+export function confirmedAnswer(gate: string): GateResponse {
+  return Object.freeze({
+    status: 204,
+    headers: Object.freeze({ 'cache-control': 'no-store', [SHIELD_HEADER]: shieldHeader('confirmed', gate) }),
+    body: '',
+  })
+}
 
 /**
  * The headers of a built-in page in each language: `base` with `Content-Language` and `Vary:
@@ -69,16 +90,32 @@ function answer(r: AnswerRequest, build: () => GateResponse): GateResponse {
   return r.method === 'HEAD' ? headAnswer(get) : get
 }
 
+/** The busy answer's headers and JSON body for one reason, made once. */
+class BusyReasonAnswers {
+  readonly json: Readonly<Record<string, string>>
+  readonly problem: Readonly<Record<string, string>>
+  readonly html: Readonly<Record<string, string>>
+  readonly builtIn: PageHeaders
+  /** A custom page function's headers: it was told the language (`Content-Language`, `Vary`). */
+  readonly custom: PageHeaders
+  readonly jsonBody: string
+  /** The built-in page without a nonce, by language and delay: a crowd's refusals cost no rendering. */
+  readonly pages = new Map<string, string>()
+
+  constructor(retryAfter: number, gate: string, reason: BusyReason) {
+    const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('busy', gate, reason) }
+    this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
+    this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
+    this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
+    this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
+    this.custom = new PageHeaders(this.html)
+    this.jsonBody = busyJson(retryAfter, reason)
+  }
+}
+
 /** The busy answer (`503`, `Retry-After`), with the built-in page, or yours. */
 export class BusyAnswers {
-  private readonly json: Readonly<Record<string, string>>
-  private readonly problem: Readonly<Record<string, string>>
-  private readonly html: Readonly<Record<string, string>>
-  private readonly builtIn: PageHeaders
-  /** A custom page function's headers: it was told the language (`Content-Language`, `Vary`). */
-  private readonly custom: PageHeaders
-  private readonly jsonBody: string
-  private readonly shareJsonBody: string
+  private readonly byReason = new Map<BusyReason, BusyReasonAnswers>()
 
   constructor(
     private readonly retryAfter: number,
@@ -87,44 +124,50 @@ export class BusyAnswers {
     private readonly onPageError: (err: unknown) => void,
     /** The built-in page's languages. */
     private readonly languages: PageLanguages = new PageLanguages(),
-  ) {
-    const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept' }
-    this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
-    this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
-    this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
-    this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
-    this.custom = new PageHeaders(this.html)
-    this.jsonBody = busyJson(retryAfter)
-    this.shareJsonBody = busyJson(retryAfter, 'client-share')
+    /** The gate's name, in the {@link SHIELD_HEADER}. */
+    private readonly gate = 'default',
+  ) {}
+
+  private of(reason: BusyReason): BusyReasonAnswers {
+    let answers = this.byReason.get(reason)
+    if (answers === undefined) this.byReason.set(reason, (answers = new BusyReasonAnswers(this.retryAfter, this.gate, reason)))
+    return answers
   }
 
-  /** The built-in page in `language` without a nonce: the same every time, rendered once (a crowd's refusals cost no rendering). */
-  private pageIn(language: PageLanguage): string {
-    let page = this.pages.get(language)
-    if (page === undefined) this.pages.set(language, (page = renderBusyPage(this.retryAfter, undefined, language)))
+  /**
+   * The built-in page in `language` without a nonce. Its delay is jittered ({@link busyPageDelay});
+   * each delay's page is rendered once, so a crowd's refusals still spread out and cost no rendering.
+   */
+  private pageIn(a: BusyReasonAnswers, language: PageLanguage, reason: BusyReason): string {
+    const delay = busyPageDelay(this.retryAfter)
+    const key = `${language.tag} ${delay}`
+    let page = a.pages.get(key)
+    if (page === undefined) a.pages.set(key, (page = renderBusyPage(this.retryAfter, undefined, language, reason, delay)))
     return page
   }
 
-  private readonly pages = new Map<PageLanguage, string>()
-
-  /** `reason` `'client-share'`: the JSON says so (`"reason":"client-share"`); the page is the same. */
-  busy(r: AnswerRequest, reason?: 'client-share'): GateResponse {
+  /**
+   * The busy answer for `reason` (default `full`): its {@link SHIELD_HEADER} and JSON name the
+   * reason; the built-in page says it in words where it is the visitor's own doing (`client-share`).
+   */
+  busy(r: AnswerRequest, reason: BusyReason = 'full'): GateResponse {
     return answer(r, () => {
+      const a = this.of(reason)
       if (prefersJson(r.accept)) {
-        if (asksProblem(r.accept)) return { status: 503, headers: this.problem, body: busyProblem(this.retryAfter, reason) }
-        return { status: 503, headers: this.json, body: reason === undefined ? this.jsonBody : this.shareJsonBody }
+        if (asksProblem(r.accept)) return { status: 503, headers: a.problem, body: busyProblem(this.retryAfter, reason) }
+        return { status: 503, headers: a.json, body: a.jsonBody }
       }
       const nonce = r.nonce()
       const builtIn = (): GateResponse => {
         const language = this.languages.pick(r.acceptLanguage)
-        return { status: 503, headers: this.builtIn.of(language), body: nonce === undefined ? this.pageIn(language) : renderBusyPage(this.retryAfter, nonce, language) }
+        return { status: 503, headers: a.builtIn.of(language), body: nonce === undefined ? this.pageIn(a, language, reason) : renderBusyPage(this.retryAfter, nonce, language, reason) }
       }
       if (this.page === undefined) return builtIn()
-      if (typeof this.page === 'string') return { status: 503, headers: this.html, body: this.page }
+      if (typeof this.page === 'string') return { status: 503, headers: a.html, body: this.page }
       try {
         const language = this.languages.pick(r.acceptLanguage)
-        const body = String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce, language }))
-        return { status: 503, headers: this.custom.of(language), body }
+        const body = String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce, language, reason }))
+        return { status: 503, headers: a.custom.of(language), body }
       } catch (err) {
         this.onPageError(err)
         return builtIn()
@@ -152,10 +195,13 @@ export class LineAnswers {
   private readonly custom: PageHeaders
   private readonly admittedHeaders: Readonly<Record<string, string>>
   private readonly leftHeaders: PageHeaders
+  private readonly leftJsonHeaders: Readonly<Record<string, string>>
   private readonly admittedBody: string
 
   constructor(
     private readonly settings: {
+      /** The gate's name, in the {@link SHIELD_HEADER}. */
+      gate: string
       order: 'fifo' | 'random'
       pollInterval: number
       keepAliveInterval: number
@@ -170,14 +216,16 @@ export class LineAnswers {
     /** The built-in page's languages. */
     private readonly languages: PageLanguages = new PageLanguages(),
   ) {
-    const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept' }
+    const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('queued', settings.gate) }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
     this.custom = new PageHeaders(this.html)
-    this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE })
-    this.leftHeaders = new PageHeaders({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
+    this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE, [SHIELD_HEADER]: shieldHeader('admitted', settings.gate) })
+    const left = { 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('left', settings.gate) }
+    this.leftJsonHeaders = Object.freeze({ ...left, 'content-type': JSON_TYPE })
+    this.leftHeaders = new PageHeaders({ ...left, 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
     this.admittedBody = admittedJson(settings.hold)
   }
 
@@ -211,7 +259,7 @@ export class LineAnswers {
 
   /** After "Leave the line": `200` with the page that says so (in the visitor's language), or `{"status":"left"}`. */
   left(r: AnswerRequest, path: string): GateResponse {
-    if (prefersJson(r.accept)) return { status: 200, headers: this.admittedHeaders, body: LEFT_JSON }
+    if (prefersJson(r.accept)) return { status: 200, headers: this.leftJsonHeaders, body: LEFT_JSON }
     const language = this.languages.pick(r.acceptLanguage)
     return { status: 200, headers: this.leftHeaders.of(language), body: renderLeftPage(path, language) }
   }

@@ -18,6 +18,12 @@ export interface BusyPageContext {
    * Accept, Accept-Language`.
    */
   language: VisitorLanguage
+  /**
+   * Why the visitor is refused, as in the `Airlock` header and the JSON: `full`, `closed`,
+   * `store-unavailable`, `challenge-failed`, or `client-share` (many new visits from the
+   * visitor's own address: the built-in page says so).
+   */
+  reason: 'full' | 'store-unavailable' | 'closed' | 'client-share' | 'challenge-failed'
 }
 
 /** A custom busy page: an HTML string, or a function returning one. */
@@ -64,9 +70,14 @@ export function busyPageDelay(retryAfter: number): string {
  * again ({@link busyPageDelay}), counts it down with JS and reloads at zero; without JS, a
  * `<noscript>` meta refresh reloads after the same delay.
  */
-export function renderBusyPage(retryAfter: number, nonce?: string, language: PageLanguage = ENGLISH): string {
+export function renderBusyPage(
+  retryAfter: number,
+  nonce?: string,
+  language: PageLanguage = ENGLISH,
+  reason: BusyPageContext['reason'] = 'full',
+  delay: string = busyPageDelay(retryAfter),
+): string {
   const n = nonce === undefined ? '' : ` nonce="${escapeHtml(nonce)}"`
-  const delay = busyPageDelay(retryAfter)
   return (
     `<!doctype html><html${language.htmlAttributes}><head><meta charset="utf-8">` +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">' +
@@ -75,12 +86,13 @@ export function renderBusyPage(retryAfter: number, nonce?: string, language: Pag
     `<style${n}>${BUSY_PAGE_STYLE}</style></head><body><main>` +
     `<h1>${language.html('busyHeading')}</h1>` +
     `<p>${language.html('busyText')} ${language.html('retryIn', { seconds: `<b id="s">${delay}</b>` })}</p>` +
+    (reason === 'client-share' ? `<p>${language.html('busyShare')}</p>` : '') +
     `<p><a href="">${language.html('tryNow')}</a></p>` +
     `</main><script${n}>${BUSY_PAGE_SCRIPT}</script></body></html>`
   )
 }
 
-/** The JSON body for clients that prefer JSON. */
-export function busyJson(retryAfter: number, reason?: 'client-share'): string {
-  return reason === undefined ? `{"status":"busy","retryAfter":${retryAfter}}` : `{"status":"busy","reason":"${reason}","retryAfter":${retryAfter}}`
+/** The JSON body for clients that prefer JSON: why (`reason`, as in the `Airlock` header) and when to try again. */
+export function busyJson(retryAfter: number, reason: BusyPageContext['reason'] = 'full'): string {
+  return `{"status":"busy","reason":"${reason}","retryAfter":${retryAfter}}`
 }

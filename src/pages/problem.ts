@@ -15,17 +15,17 @@ const TYPE = {
 } as const
 
 /** The busy answer's problem details. */
-export function busyProblem(retryAfter: number, reason?: 'client-share'): string {
+export function busyProblem(retryAfter: number, reason = 'full'): string {
+  const share = reason === 'client-share'
   return JSON.stringify({
-    type: TYPE[reason ?? 'busy'],
-    title: reason === undefined ? 'The site is busy' : 'Too many requests from this client',
+    type: TYPE[share ? 'client-share' : 'busy'],
+    title: share ? 'Too many requests from this client' : 'The site is busy',
     status: 503,
-    detail:
-      reason === undefined
-        ? `The site lets only some visitors in at once. Try again in ${retryAfter} s.`
-        : `This client holds its share of places already. Try again in ${retryAfter} s.`,
+    detail: share
+      ? `This client holds its share of places already. Try again in ${retryAfter} s.`
+      : `The site lets only some visitors in at once. Try again in ${retryAfter} s.`,
     retryAfter,
-    ...(reason === undefined ? {} : { reason }),
+    reason,
   })
 }
 

@@ -25,6 +25,7 @@ import { createDashboard } from '../dashboard/server.js'
 import { createGate, type Gate } from '../gate/gate.js'
 import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateResponse } from '../gate/types.js'
 import { resolveStore } from '../stores/resolve.js'
+import { SHIELD_HEADER, shieldHeader } from '../pages/answers.js'
 import { hopOf } from './headers.js'
 import type { ProxyLog, ProxyLogOptions } from './log.js'
 import { checkMetricsPath, checkedLog, closeServer, guardedServer, listenOn, metricsAt, type MountedMetrics } from './mount.js'
@@ -189,7 +190,7 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     const a = answers.get(id)
     answers.delete(id)
     if (a === undefined || a.at + ANSWER_LIFE < Date.now()) {
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'cache-control': 'no-store' })
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'cache-control': 'no-store', [SHIELD_HEADER]: shieldHeader('busy', gate.name, 'answer-expired') })
       res.end('try again in a moment\n')
       return
     }

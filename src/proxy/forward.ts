@@ -180,7 +180,7 @@ export function answerOriginError(req: IncomingMessage, res: ServerResponse, sta
   const json = prefersJson(req.headers.accept)
   const language = json ? undefined : languages.pick(req.headers['accept-language'])
   const body = language === undefined ? originErrorJson(status) : originErrorPage(status, language)
-  const headers: OutgoingHttpHeaders = { ...originErrorHeaders(json, language), 'content-length': Buffer.byteLength(body) }
+  const headers: OutgoingHttpHeaders = { ...originErrorHeaders(json, language, status), 'content-length': Buffer.byteLength(body) }
   if (!req.complete) headers.connection = 'close'
   res.writeHead(status, headers)
   res.end(req.method === 'HEAD' ? undefined : body)

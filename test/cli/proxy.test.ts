@@ -113,7 +113,7 @@ describe.runIf(redisAvailable || process.env.CI)('airlock proxy --workers', () =
       passes.push(r.cookies[0]!.split(';')[0]!)
     }
     const third = await hit(`${base}/`, { headers: { accept: 'application/json' }, from: nextAddress() })
-    expect([third.status, third.body]).toEqual([503, '{"status":"busy","retryAfter":5}'])
+    expect([third.status, third.body]).toEqual([503, '{"status":"busy","reason":"full","retryAfter":5}'])
     // Fresh connections land on either worker: every one lets both pass holders through.
     for (let i = 0; i < 8; i++) expect((await fetch(`${base}/`, { headers: { cookie: passes[i % 2]!, connection: 'close' } })).status).toBe(200)
     run.proc.kill('SIGTERM')

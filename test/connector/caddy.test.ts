@@ -72,6 +72,7 @@ describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth de
     expect(busy.status).toBe(503)
     expect(busy.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(busy.headers.get('content-language')).toBe('es')
+    expect(busy.headers.get('airlock')).toBe('busy; reason=full; gate=default')
     expect(await busy.text()).toContain('<html')
     // A forged pass is no pass: the busy page, PHP never runs.
     const forged = full.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'))
@@ -85,6 +86,7 @@ describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth de
     const r = await get(`${caddy.url}/index.php`)
     expect(r.status).toBe(503)
     expect(r.headers.get('retry-after')).toBe('5')
+    expect(r.headers.get('airlock')).toBe('busy; reason=service-unavailable')
     expect(hits().length).toBe(count)
   })
 })

@@ -81,12 +81,12 @@ function passValue(secret: string, expiresAt: number, provisional = false, gate 
 
 const agents = new Map<string, Agent>()
 /** A request from the loopback address `address` (nginx's $remote_addr: a client of its own). */
-async function fromAddress(address: string, url: string, cookie?: string): Promise<{ status: number; language: string | null; retryAfter: string | null }> {
+async function fromAddress(address: string, url: string, cookie?: string): Promise<{ status: number; language: string | null; retryAfter: string | null; airlock: string | null }> {
   let agent = agents.get(address)
   if (agent === undefined) agents.set(address, (agent = new Agent({ localAddress: address })))
   const r = await undiciFetch(url, { dispatcher: agent, headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(20_000) })
   await r.text()
-  return { status: r.status, language: r.headers.get('content-language'), retryAfter: r.headers.get('retry-after') }
+  return { status: r.status, language: r.headers.get('content-language'), retryAfter: r.headers.get('retry-after'), airlock: r.headers.get('airlock') }
 }
 
 async function get(url: string, cookie?: string, init: RequestInit = {}): Promise<Response> {
@@ -220,7 +220,9 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
     expect(answers.every((r) => r.status === 503)).toBe(true)
     const fromNginx = answers.filter((r) => r.language === null)
     expect(fromNginx.length).toBeGreaterThanOrEqual(70 - 51)
-    for (const r of fromNginx) expect(r.retryAfter, JSON.stringify(fromNginx)).toBe('5')
+    for (const r of fromNginx) expect([r.retryAfter, r.airlock], JSON.stringify(fromNginx)).toEqual(['5', 'busy; reason=client-rate'])
+    // The rest are the service's answers: the gate's reason (the ticket is forged, so: a newcomer's).
+    for (const r of answers.filter((a) => a.language !== null)) expect(r.airlock).toMatch(/^busy; reason=(full|client-share); gate=default$/)
     // The rest waited their turn (5 a second): the service was asked only for those.
     expect(s.decisions() - before).toBeLessThanOrEqual(51)
     expect(Date.now() - t0).toBeGreaterThan(5_000)
@@ -294,6 +296,7 @@ describe.skipIf(!ready)('nginx + njs: a POST, the waiting room, the service down
       const r = await get(`${s.nginx.url}/index.php`)
       expect(r.status).toBe(503)
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect(r.headers.get('airlock')).toBe('busy; reason=service-unavailable; gate=default')
       expect(await r.text()).toContain('<html')
       expect((await get(`${s.nginx.url}/index.php`, pass)).status).toBe(200)
     } finally {
@@ -351,11 +354,13 @@ describe.skipIf(!ready)('nginx auth_request (no njs), in front of PHP-FPM (issue
       expect(r.status).toBe(503)
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
       expect(r.headers.get('content-language')).toBe('fr')
+      expect(r.headers.get('airlock')).toBe('busy; reason=full; gate=default')
       expect(await r.text()).toContain('<html')
       await s.service!.close()
       const down = await get(`${s.nginx.url}/index.php`)
       expect(down.status).toBe(503)
       expect(down.headers.get('retry-after')).toBe('5')
+      expect(down.headers.get('airlock')).toBe('busy; reason=service-unavailable')
     } finally {
       await s.nginx.stop()
       await php.stop()

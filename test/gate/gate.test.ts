@@ -314,7 +314,7 @@ describe('store budget and breaker', () => {
     try {
       const d = await gate.decide(view({ headers: { accept: 'application/json' } }))
       expect(d.kind).toBe('busy')
-      expect(d).toMatchObject({ reason: 'store-unavailable', response: { status: 503, body: '{"status":"busy","retryAfter":5}' } })
+      expect(d).toMatchObject({ reason: 'store-unavailable', response: { status: 503, body: '{"status":"busy","reason":"store-unavailable","retryAfter":5}' } })
     } finally {
       await gate.close()
     }

@@ -331,7 +331,7 @@ export function behaviour(adapter: AdapterName): void {
       const json = await hit(`${app.url}/`, { headers: { accept: 'application/json' } })
       expect(json.status).toBe(503)
       expect(json.headers.get('content-type')).toMatch(/^application\/json/)
-      expect(JSON.parse(json.body)).toEqual({ status: 'busy', retryAfter: 7 })
+      expect(JSON.parse(json.body)).toEqual({ status: 'busy', reason: 'full', retryAfter: 7 })
       expect(json.headers.get('retry-after')).toBe('7')
       for (const accept of ['*/*', 'text/html,application/json;q=0.9', '']) {
         const r = await hit(`${app.url}/`, { headers: accept ? { accept } : {} })
@@ -343,7 +343,7 @@ export function behaviour(adapter: AdapterName): void {
       const refusesHtml = await hit(`${app.url}/`, { headers: { accept: 'text/html;q=0, */*' } })
       expect([refusesHtml.headers.get('content-type'), JSON.parse(refusesHtml.body)]).toEqual([
         'application/json; charset=utf-8',
-        { status: 'busy', retryAfter: 7 },
+        { status: 'busy', reason: 'full', retryAfter: 7 },
       ])
       const head = await hit(`${app.url}/`, { method: 'HEAD' })
       expect(head.status).toBe(503)
@@ -700,7 +700,7 @@ export function redisBehaviour(adapter: AdapterName): void {
           openTimes.push(o.ms)
           const c = await hit(`${closed.url}/kind`, { headers: { accept: 'application/json' } })
           expect(c.status).toBe(503)
-          expect(JSON.parse(c.body)).toEqual({ status: 'busy', retryAfter: 5 })
+          expect(JSON.parse(c.body)).toEqual({ status: 'busy', reason: 'store-unavailable', retryAfter: 5 })
           closedTimes.push(c.ms)
         }
         expect(Math.max(...openTimes)).toBeLessThan(storeTimeout + 600)

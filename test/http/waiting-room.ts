@@ -354,7 +354,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(JSON.parse(busy.body)).toMatchObject({ type: 'tag:airlock-shield,2026:busy', status: 503, retryAfter: 5 })
       expect(JSON.parse(busy.body).detail).toMatch(/Try again in 5 s/)
       // A plain JSON client keeps the plain JSON.
-      expect(JSON.parse((await hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })).body)).toEqual({ status: 'busy', retryAfter: 5 })
+      expect(JSON.parse((await hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })).body)).toEqual({ status: 'busy', reason: 'full', retryAfter: 5 })
     })
 
     it('answers busy (503) once the line is at maxLength', async () => {
@@ -364,7 +364,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const r = await hit(`${app.url}/`, { headers: JSON_ACCEPT })
       expect(r.status).toBe(503)
       expect(r.headers.get('retry-after')).toBe('5')
-      expect(JSON.parse(r.body)).toEqual({ status: 'busy', retryAfter: 5 })
+      expect(JSON.parse(r.body)).toEqual({ status: 'busy', reason: 'full', retryAfter: 5 })
       expect((await hit(`${app.url}/`)).body).toContain('<noscript>')
     })
 

@@ -40,6 +40,6 @@ describe('built-in busy page', () => {
   it('escapes what it inserts, and the JSON carries retryAfter exactly', () => {
     expect(escapeHtml(`<"'&>`)).toBe('&#60;&#34;&#39;&#38;&#62;')
     expect(renderBusyPage(5, '"><script>x</script>')).not.toContain('"><script>x')
-    expect(JSON.parse(busyJson(7))).toEqual({ status: 'busy', retryAfter: 7 })
+    expect(JSON.parse(busyJson(7))).toEqual({ status: 'busy', reason: 'full', retryAfter: 7 })
   })
 })

@@ -28,6 +28,7 @@ describe('RFC 9457 problem details for API clients (issue 27)', () => {
       status: 503,
       detail: 'The site lets only some visitors in at once. Try again in 5 s.',
       retryAfter: 5,
+      reason: 'full',
     })
     expect(JSON.parse(busyProblem(5, 'client-share'))).toMatchObject({ type: 'tag:airlock-shield,2026:client-share', status: 503, reason: 'client-share', retryAfter: 5 })
     expect(JSON.parse(queuedProblem(452, 900, 31, 2))).toEqual({

@@ -220,6 +220,7 @@ describe('WebSockets and a hanging origin', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => fetch(`${base}/hang`, { headers: i === 0 ? { accept: 'application/json' } : {} })))
     expect(performance.now() - t0).toBeLessThan(1_500)
     expect(answers.map((a) => a.status)).toEqual([504, 504, 504, 504, 504])
+    expect(answers.map((a) => a.headers.get('airlock'))).toEqual(Array(5).fill('origin-error; reason=timeout'))
     expect(await answers[0]!.json()).toMatchObject({ status: 'gateway-timeout' })
     const page = await answers[1]!.text()
     expect(page).toContain('taking too long')

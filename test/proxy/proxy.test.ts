@@ -73,6 +73,7 @@ describe('airlock proxy in front of PHP and Python', () => {
     expect((await visitor.get('/data.txt', { method: 'HEAD' })).status).toBe(200)
     const other = await hit(`${base}/`, { headers: { accept: 'application/json' } })
     expect(other.status).toBe(503)
+    expect(other.headers.get('airlock')).toMatch(/^busy; reason=(full|client-share); gate=/)
   })
 
   it('answers a small 502 page (JSON for API clients) when the origin is down', async () => {
@@ -80,8 +81,11 @@ describe('airlock proxy in front of PHP and Python', () => {
     const html = await hit(`${base}/`)
     expect(html.status).toBe(502)
     expect(html.body).toContain('The site is not answering')
+    // The proxy answered for the origin: an origin error, told apart from the shield's own refusals.
+    expect(html.headers.get('airlock')).toBe('origin-error; reason=refused')
     const json = await hit(`${base}/`, { headers: { accept: 'application/json' } })
     expect(JSON.parse(json.body)).toMatchObject({ status: 'bad-gateway' })
+    expect(json.headers.get('airlock')).toBe('origin-error; reason=refused')
   })
 
   it("answers the 502 page in the visitor's language (lang, dir, Content-Language, Vary); the messages option applies, gated or not", async () => {

@@ -5,6 +5,7 @@ export const de: Messages = {
   busyTitle: 'Gerade viel los – bitte kurz warten',
   busyHeading: 'Gerade ist sehr viel los',
   busyText: 'Wir lassen immer nur einige Besucher gleichzeitig herein, damit die Website erreichbar bleibt.',
+  busyShare: 'Von Ihrer Netzwerkadresse kommen gerade viele neue Besuche gleichzeitig, daher wartet dieser, bis er an der Reihe ist.',
   retryIn: 'Diese Seite versucht es in {seconds} Sek. automatisch erneut.',
   tryNow: 'Jetzt erneut versuchen',
   inLine: 'Sie sind in der Warteschlange',

@@ -5,6 +5,7 @@ export const en: Messages = {
   busyTitle: 'Busy, please wait',
   busyHeading: 'Lots of visitors right now',
   busyText: 'We let people in a few at a time so the site stays up.',
+  busyShare: 'Many new visits are coming from your network address at once, so this one waits its turn.',
   retryIn: 'This page tries again by itself in {seconds} s.',
   tryNow: 'Try now',
   inLine: 'You are in line',

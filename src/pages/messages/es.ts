@@ -5,6 +5,7 @@ export const es: Messages = {
   busyTitle: 'Mucha demanda, espere un momento',
   busyHeading: 'Ahora mismo hay muchos visitantes',
   busyText: 'Dejamos pasar a los visitantes poco a poco para que el sitio siga funcionando.',
+  busyShare: 'Llegan muchas visitas nuevas a la vez desde su dirección de red, así que esta espera su turno.',
   retryIn: 'Esta página volverá a intentarlo sola en {seconds} s.',
   tryNow: 'Intentar ahora',
   inLine: 'Está en la fila',

@@ -5,6 +5,7 @@ export const fr: Messages = {
   busyTitle: 'Affluence, merci de patienter',
   busyHeading: 'Beaucoup de visiteurs en ce moment',
   busyText: 'Nous faisons entrer les visiteurs quelques-uns à la fois pour que le site reste disponible.',
+  busyShare: 'De nombreuses nouvelles visites arrivent en même temps depuis votre adresse réseau : celle-ci attend donc son tour.',
   retryIn: 'Cette page réessaiera d’elle-même dans {seconds} s.',
   tryNow: 'Réessayer maintenant',
   inLine: 'Vous êtes dans la file d’attente',

@@ -5,6 +5,7 @@ export const it: Messages = {
   busyTitle: 'Molte richieste, attenda un momento',
   busyHeading: 'In questo momento ci sono molti visitatori',
   busyText: 'Facciamo entrare poche persone alla volta, così il sito resta disponibile.',
+  busyShare: 'Molte nuove visite arrivano contemporaneamente dal tuo indirizzo di rete, quindi questa attende il suo turno.',
   retryIn: 'Questa pagina riproverà da sola tra {seconds} s.',
   tryNow: 'Riprova ora',
   inLine: 'È in coda',

@@ -5,6 +5,7 @@ export const ja: Messages = {
   busyTitle: 'ただいま混雑しています',
   busyHeading: 'ただいまアクセスが集中しています',
   busyText: 'サイトを安定して運営するため、少しずつご案内しています。',
+  busyShare: 'お使いのネットワークアドレスから新しいアクセスが同時に多数来ているため、このアクセスは順番を待っています。',
   retryIn: 'このページは {seconds} 秒後に自動で再読み込みします。',
   tryNow: '今すぐ再読み込み',
   inLine: 'ただいま順番待ちです',

@@ -5,6 +5,7 @@ export const nl: Messages = {
   busyTitle: 'Het is druk, even geduld',
   busyHeading: 'Het is nu erg druk',
   busyText: 'We laten steeds een paar bezoekers tegelijk binnen, zodat de site bereikbaar blijft.',
+  busyShare: 'Er komen nu veel nieuwe bezoeken tegelijk van uw netwerkadres, dus dit bezoek wacht op zijn beurt.',
   retryIn: 'Deze pagina probeert het over {seconds} s vanzelf opnieuw.',
   tryNow: 'Nu opnieuw proberen',
   inLine: 'U staat in de wachtrij',

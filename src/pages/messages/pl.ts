@@ -5,6 +5,7 @@ export const pl: Messages = {
   busyTitle: 'Duży ruch, prosimy chwilę poczekać',
   busyHeading: 'W tej chwili jest u nas bardzo dużo osób',
   busyText: 'Wpuszczamy po kilka osób naraz, żeby strona działała bez przerw.',
+  busyShare: 'Z Twojego adresu sieciowego przychodzi naraz wiele nowych wizyt, więc ta czeka na swoją kolej.',
   retryIn: 'Ta strona sama spróbuje ponownie za {seconds} s.',
   tryNow: 'Spróbuj teraz',
   inLine: 'Jesteś w kolejce',

@@ -5,6 +5,7 @@ export const pt: Messages = {
   busyTitle: 'Muito movimento, aguarde um momento',
   busyHeading: 'Muitos visitantes neste momento',
   busyText: 'Deixamos entrar poucas pessoas de cada vez para manter o site no ar.',
+  busyShare: 'Muitas visitas novas estão chegando ao mesmo tempo do seu endereço de rede, então esta aguarda a sua vez.',
   retryIn: 'Esta página volta a tentar automaticamente dentro de {seconds} s.',
   tryNow: 'Tentar agora',
   inLine: 'Está na fila',

@@ -5,6 +5,7 @@ export const tr: Messages = {
   busyTitle: 'Yoğunluk var, lütfen bekleyin',
   busyHeading: 'Şu anda çok fazla ziyaretçi var',
   busyText: 'Sitenin ayakta kalması için ziyaretçileri birkaç kişi hâlinde içeri alıyoruz.',
+  busyShare: 'Ağ adresinizden aynı anda çok sayıda yeni ziyaret geliyor, bu yüzden bu ziyaret sırasını bekliyor.',
   retryIn: 'Bu sayfa {seconds} sn. sonra kendiliğinden yeniden deneyecek.',
   tryNow: 'Şimdi deneyin',
   inLine: 'Sıradasınız',

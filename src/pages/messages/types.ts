@@ -12,6 +12,8 @@ export interface Messages {
   busyHeading: string
   /** Busy page: why the visitor waits. */
   busyText: string
+  /** Busy page, refused for its client's share (`clientShare`): too many new visits from one address. */
+  busyShare: string
   /** Busy page and the proxy's 502/504 pages: `{seconds}` is the countdown (whole seconds). */
   retryIn: string
   /** Busy page and the proxy's pages: the link that loads the page again now. */
@@ -83,6 +85,7 @@ const KEYS = [
   'busyTitle',
   'busyHeading',
   'busyText',
+  'busyShare',
   'retryIn',
   'tryNow',
   'inLine',

@@ -5,6 +5,7 @@ export const zh: Messages = {
   busyTitle: '访问人数较多，请稍候',
   busyHeading: '当前访问人数较多',
   busyText: '为保证网站正常运行，我们会分批让访客进入。',
+  busyShare: '您的网络地址同时发起了大量新的访问，因此本次访问需要排队等候。',
   retryIn: '本页面将在 {seconds} 秒后自动重试。',
   tryNow: '立即重试',
   inLine: '您正在排队',
