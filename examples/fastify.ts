@@ -12,7 +12,8 @@ import { memoryStore } from 'airlock-shield'
 import { redisStore } from 'airlock-shield/redis'
 
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1 }) : undefined
-const app = Fastify({ logger: true })
+// One log line a request would drown the terminal (and the server) during `airlock hug`.
+const app = Fastify({ logger: true, disableRequestLogging: true })
 
 await app.register(airlockShield, {
   limit: 20,

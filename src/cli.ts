@@ -14,6 +14,7 @@ const status = await main(
     out: (text) => process.stdout.write(text),
     err: (line) => process.stderr.write(`${line}\n`),
     env: process.env,
+    tty: process.stdout.isTTY === true,
   },
   version,
 )

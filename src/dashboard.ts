@@ -6,4 +6,5 @@
  */
 export { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 export { Sampler, type GateView, type Sample, type SamplerOptions } from './dashboard/sampler.js'
+export type { LiveMinute } from './dashboard/live-minutes.js'
 export { DASHBOARD_CSP, dashboardHashes, renderDashboardPage } from './pages/dashboard.js'

@@ -1,7 +1,8 @@
 /**
  * The README's recipes run as written (issue 26). A code block the README marks with
  * `<!-- recipe: NAME -->` on the line before its fence is a whole program (or page); unmarked
- * blocks are fragments. Each marked block runs here against the repository's source (its
+ * blocks are fragments. Recipes that moved from the README to a page of docs/ (PAGES) are marked
+ * there the same way and checked the same. Each marked block runs here against the repository's source (its
  * `airlock-shield` imports resolve to src/ through tsconfig.json "paths", as for the examples) and
  * is checked to do what the README says: servers are started, visited and stopped. What a recipe
  * names but leaves to the reader (`store`, `buildReport`, `legacyErp`) is defined before it, in
@@ -25,9 +26,15 @@ cleanUpExamples()
 const SECRET = 'readme-recipes-secret-of-at-least-32-bytes'
 const hasPhp = spawnSync('php', ['--version']).status === 0
 
-/** The README's marked blocks: name, language, code. */
-const readme = readFileSync(join(root, 'README.md'), 'utf8')
-const marked = [...readme.matchAll(/^<!-- recipe: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)^```$/gm)].map(([, name, lang, code]) => ({ name: name!, lang: lang!, code: code! }))
+/** The README, and the pages its recipes moved to. */
+const PAGES = ['README.md', 'docs/stacks.md', 'docs/proxy.md', 'docs/semaphore.md'] as const
+const text = Object.fromEntries(PAGES.map((page) => [page, readFileSync(join(root, page), 'utf8')])) as Record<(typeof PAGES)[number], string>
+/** The marked blocks of every page: name, language, code, page. */
+const marked = PAGES.flatMap((page) =>
+  [...text[page].matchAll(/^<!-- recipe: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)^```$/gm)].map(([, name, lang, code]) => ({ name: name!, lang: lang!, code: code!, page })),
+)
+/** A recipe's file: PHP as a page, JavaScript as an ES module (the README's `node server.mjs`), TypeScript as it is. */
+const EXTENSION: Record<string, string> = { php: 'php', js: 'mjs', ts: 'ts' }
 
 /** A legacy backend that counts the calls inside it at once (`this` is used: an unbound method fails). */
 const LEGACY_ERP = `
@@ -104,7 +111,32 @@ async function checkStack(c: Context): Promise<void> {
   expect((await new Browser(url).get('/')).status).toBe(200)
 }
 
+/**
+ * The first apps of the README (memory store, limit 1, no secret): the first visitor gets in with a
+ * pass and brings it back (confirmed); the next, cookie-less and from the same address as curl in a
+ * terminal, gets the busy page (the slot is taken: no client-share reason), or its JSON; the first
+ * goes on.
+ */
+async function checkTry(c: Context): Promise<void> {
+  const url = await serve(c)
+  const visitor = new Browser(url)
+  const home = await visitor.get('/')
+  expect([home.status, home.body]).toEqual([200, 'Welcome in!'])
+  expect(visitor.jar.has('airlock_pass')).toBe(true)
+  expect((await visitor.get('/')).status).toBe(200)
+  const busy = await new Browser(url, visitor.address).get('/')
+  expect([busy.status, busy.headers.get('retry-after'), busy.headers.get('content-type')]).toEqual([503, '5', 'text/html; charset=utf-8'])
+  expect(busy.headers.get('airlock')).toBe('busy; reason=full; gate=default')
+  const json = await new Browser(url, visitor.address).get('/', { headers: { accept: 'application/json' } })
+  expect([json.status, JSON.parse(json.body)]).toEqual([503, { status: 'busy', reason: 'full', retryAfter: 5 }])
+  expect((await new Browser(url).get('/')).status).toBe(503)
+  const again = await visitor.get('/')
+  expect([again.status, again.body]).toEqual([200, 'Welcome in!'])
+}
+
 const RECIPES: Record<string, Recipe> = {
+  'try-fastify': { check: checkTry },
+  'try-express': { check: checkTry },
   fastify: {
     needs: 'redis',
     check: async (c) => {
@@ -231,7 +263,7 @@ describe('the README', () => {
   let redis: PrivateRedis | undefined
   let client: Redis | undefined
   let store: RedisStore | undefined
-  const file = (name: string) => join(dir, `${name}.${marked.find((r) => r.name === name)!.lang === 'php' ? 'php' : 'ts'}`)
+  const file = (name: string) => join(dir, `${name}.${EXTENSION[marked.find((r) => r.name === name)!.lang] ?? 'ts'}`)
 
   beforeAll(async () => {
     // Outside the repository (a user's app), with the repository's node_modules for fastify, express, ioredis.
@@ -260,10 +292,18 @@ describe('the README', () => {
 
   it('marks its recipes, each checked here; every block that starts a server is one', () => {
     expect(marked.map((r) => r.name).sort()).toEqual(Object.keys(RECIPES).sort())
-    expect(marked.map((r) => r.name)).toEqual(expect.arrayContaining(['fastify', 'express', 'fetch', 'hono', 'koa', 'checkout-release']))
-    const servers = [...readme.matchAll(/```(?:ts|js)\n([\s\S]*?)^```$/gm)].filter(([, code]) => /\.listen\(/.test(code!))
-    expect(servers.length).toBeGreaterThanOrEqual(2)
-    for (const [, code] of servers) expect(marked.map((r) => r.code)).toContain(code)
+    expect(new Set(marked.map((r) => r.name)).size).toBe(marked.length)
+    const where = (page: string) => marked.filter((r) => r.page === page).map((r) => r.name)
+    expect(where('README.md')).toEqual(expect.arrayContaining(['try-fastify', 'try-express', 'fastify', 'express']))
+    expect(where('docs/stacks.md')).toEqual(expect.arrayContaining(['fetch', 'hono', 'koa']))
+    expect(where('docs/proxy.md')).toEqual(['checkout-release'])
+    expect(where('docs/semaphore.md')).toEqual(expect.arrayContaining(['cron-overlap', 'fragile-backend', 'throttle']))
+    // The README's, and the semaphore page's (docs/stacks.md and docs/proxy.md also show fragments of servers in a larger app: NestJS, createProxy).
+    for (const page of ['README.md', 'docs/semaphore.md'] as const) {
+      const servers = [...text[page].matchAll(/```(?:ts|js)\n([\s\S]*?)^```$/gm)].filter(([, code]) => /\.listen\(/.test(code!))
+      if (page === 'README.md') expect(servers.length).toBeGreaterThanOrEqual(4)
+      for (const [, code] of servers) expect(marked.map((r) => r.code), page).toContain(code)
+    }
   })
 
   it.for(Object.keys(RECIPES))('recipe %s runs as written and does what the README says', { timeout: 60_000 }, async (name, { skip }) => {

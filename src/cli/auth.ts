@@ -35,7 +35,7 @@ const AUTH_FLAGS: FlagSpec[] = [
     --no-queue                   the busy page for those who find the site full, instead of the fair line
     --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
     --trust-proxy ADDRESSES      the proxies whose X-Forwarded-For names the visitor (default loopback), or all
-    --client-share N|off         places in line and unconfirmed slots one client address may hold (default 20; off: no share)
+    --client-share N|off         places in line plus unconfirmed slots one client address may hold (default 20, and at most a quarter of the limit in unconfirmed slots, 60 new a minute); off: no share
     --refusal-cache SECONDS      how long nginx may keep a refusal that is everyone's (default 1; 0: never)
     --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
     --dashboard PATH             serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)
@@ -65,7 +65,7 @@ dependency missing; 78 bad environment (no secret); 1 cannot listen.
 
 Example (then: airlock nginx-config, see docs/nginx.md):
   head -c 32 /dev/urandom | base64 > /etc/airlock/secret
-  npx airlock auth --limit 20 --secret-file /etc/airlock/secret
+  npx airlock-shield auth --limit 20 --secret-file /etc/airlock/secret
 `
 
 const CONFIG_FLAGS: FlagSpec[] = [
@@ -99,7 +99,7 @@ Options:
 ${flagHelp(CONFIG_FLAGS)}
 
 Example:
-  sudo npx airlock nginx-config --origin fastcgi:unix:/run/php/php8.2-fpm.sock \\
+  sudo npx airlock-shield nginx-config --origin fastcgi:unix:/run/php/php8.2-fpm.sock \\
     --server-name example.com --secret-file /etc/airlock/secret --write > /etc/nginx/sites-enabled/airlock
   sudo nginx -t && sudo systemctl reload nginx
 `
@@ -113,7 +113,7 @@ Options:
 ${flagHelp(CONFIG_FLAGS.filter((f) => !['dir', 'cache-dir', 'check', 'listen', 'write', 'fail', 'dashboard'].includes(f.name)))}
 
 Example:
-  npx airlock caddy-config --origin fastcgi:unix:/run/php/php8.2-fpm.sock --server-name example.com >> /etc/caddy/Caddyfile
+  npx airlock-shield caddy-config --origin fastcgi:unix:/run/php/php8.2-fpm.sock --server-name example.com >> /etc/caddy/Caddyfile
 `
 
 /** The secrets from --secret-file (one a line) or $AIRLOCK_SECRET; required here. */

@@ -41,7 +41,7 @@ Exit status: 0 stopped by SIGINT/SIGTERM; 64 bad flag; 69 Redis unreachable or i
 installed; 78 no or too short token; 1 cannot listen.
 
 Example:
-  ${TOKEN_ENV}=$(openssl rand -hex 24) npx airlock dashboard --redis redis://127.0.0.1:6379 --name shop,api
+  ${TOKEN_ENV}=$(openssl rand -hex 24) npx airlock-shield dashboard --redis redis://127.0.0.1:6379 --name shop,api
 `
 
 /** Runs `airlock dashboard` until SIGINT or SIGTERM; resolves the exit status. */

@@ -142,6 +142,8 @@ export interface CliIo {
   out(text: string): void
   err(line: string): void
   env: NodeJS.ProcessEnv
+  /** Whether `out` is a terminal (live lines are rewritten in place). */
+  tty?: boolean
 }
 
 /** Waits for a slot, runs the command holding it, and maps every ending to an exit status. */

@@ -9,6 +9,7 @@ import { dashboardCommand, DASHBOARD_HELP } from './dashboard.js'
 import { proxyCommand, PROXY_HELP } from './proxy.js'
 import { execCommand, EXEC_HELP, type CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
+import { hugCommand, HUG_HELP } from './hug.js'
 import { reportCommand, REPORT_HELP } from './report.js'
 import { serveCommand, SERVE_HELP } from './serve.js'
 import { nearest } from '../base/validate.js'
@@ -26,6 +27,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { what: 'serve the HTTP lock service (locks and JSON data for services in any language)', help: SERVE_HELP, run: serveCommand },
   control: { what: "read or change a gate's live control on Redis (limit, mode, admission rate, opening time)", help: CONTROL_HELP, run: controlCommand },
   dashboard: { what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)", help: DASHBOARD_HELP, run: dashboardCommand },
+  hug: { what: 'rehearse a hug against your site: a crowd that behaves like people, live figures, a report', help: HUG_HELP, run: hugCommand },
   report: { what: "print a gate's per-minute history on Redis as JSON, CSV or an HTML page with charts (after the hug)", help: REPORT_HELP, run: reportCommand },
   proxy: { what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)', help: PROXY_HELP, run: proxyCommand },
   auth: { what: 'the gate for nginx, Caddy or Traefik: answers their forward-auth subrequests (session mode)', help: AUTH_HELP, run: authCommand },
@@ -33,7 +35,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   'caddy-config': { what: 'print a Caddyfile site block that asks airlock auth (forward_auth)', help: CADDY_CONFIG_HELP, run: (a, io) => configCommand('caddy', a, io) },
 }
 const NAMES = Object.keys(COMMANDS)
-/** `exec, serve, control, dashboard, report, proxy, auth, nginx-config and caddy-config`. */
+/** `exec, serve, control, dashboard, hug, report, proxy, auth, nginx-config and caddy-config`. */
 const LISTED = `${NAMES.slice(0, -1).join(', ')} and ${NAMES.at(-1)}`
 const width = Math.max(...NAMES.map((n) => n.length)) + 2
 
@@ -47,12 +49,13 @@ Options:
   -V, --version   show the version
 
 Examples:
-  npx airlock exec --name report --ttl 60s --redis redis://127.0.0.1:6379 -- node report.js
-  AIRLOCK_WRITE_KEY=$(openssl rand -hex 24) npx airlock serve --port 8080 --redis redis://127.0.0.1:6379
-  npx airlock control set --name shop --redis redis://127.0.0.1:6379 --limit 20
-  npx airlock report --name shop --redis redis://127.0.0.1:6379 --from 24h --format html > report.html
-  npx airlock proxy --target http://127.0.0.1:8080 --limit 20
-  npx airlock auth --limit 20 --secret-file /etc/airlock/secret   # then: airlock nginx-config
+  npx airlock-shield exec --name report --ttl 60s --redis redis://127.0.0.1:6379 -- node report.js
+  AIRLOCK_WRITE_KEY=$(openssl rand -hex 24) npx airlock-shield serve --port 8080 --redis redis://127.0.0.1:6379
+  npx airlock-shield control set --name shop --redis redis://127.0.0.1:6379 --limit 20
+  npx airlock-shield hug http://127.0.0.1:3000/ --visitors 2000 --over 10s --flood 100
+  npx airlock-shield report --name shop --redis redis://127.0.0.1:6379 --from 24h --format html > report.html
+  npx airlock-shield proxy --target http://127.0.0.1:8080 --limit 20
+  npx airlock-shield auth --limit 20 --secret-file /etc/airlock/secret   # then: airlock nginx-config
 `
 
 /** Runs the command line `argv` (without node and the script); resolves the exit status. */

@@ -29,7 +29,7 @@ const FLAGS: FlagSpec[] = [
     --pass-ttl DURATION          a pass's life after the visitor's last request (default 60s)
     --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
     --trust-proxy ADDRESSES      your proxies, whose X-Forwarded-For/-Proto count: addresses, CIDRs, loopback, uniquelocal (comma-separated), or all
-    --client-share N|off         places in line and unconfirmed slots one client address may hold (default 20; off: no share)
+    --client-share N|off         places in line plus unconfirmed slots one client address may hold (default 20, and at most a quarter of the limit in unconfirmed slots, 60 new a minute); off: no share
     --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
     --dashboard PATH             serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)
     --upstream-timeout DURATION  how long the origin may take to connect, answer, or between body chunks; then 504 (default 60s)
@@ -63,7 +63,7 @@ Exit status: 0 stopped by SIGINT/SIGTERM (open requests finish first); 64 bad fl
 
 Example:
   php -S 127.0.0.1:8080 &
-  npx airlock proxy --target http://127.0.0.1:8080 --limit 20
+  npx airlock-shield proxy --target http://127.0.0.1:8080 --limit 20
 `
 
 /** Runs `airlock proxy` until SIGINT or SIGTERM; resolves the exit status. */

@@ -47,7 +47,7 @@ Exit status: 0 stopped by a signal, 64 usage error, 69 Redis unreachable or a de
 (ioredis, fastify) not installed, 78 no or invalid API keys, 1 could not listen.
 
 Example:
-  ${KEY_ENV.write}=$(openssl rand -hex 24) npx airlock serve --port 8080 --redis redis://127.0.0.1:6379
+  ${KEY_ENV.write}=$(openssl rand -hex 24) npx airlock-shield serve --port 8080 --redis redis://127.0.0.1:6379
 `
 
 interface ServeOptions {

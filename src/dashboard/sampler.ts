@@ -8,6 +8,7 @@ import { decodeControl, UNSTEERED, type ControlState } from '../core/control.js'
 import { clusterStatus, type ClusterStatus } from '../gate/stats.js'
 import type { InstanceReport } from '../gate/status-types.js'
 import type { Store } from '../stores/types.js'
+import { LiveMinutes, type LiveMinute } from './live-minutes.js'
 
 /** One second of one gate, as the page draws it. No secret, no visitor data. */
 export interface Sample {
@@ -55,6 +56,7 @@ export class Sampler {
   readonly #history = new Map<string, Sample[]>()
   readonly #views = new Map<string, GateView>()
   readonly #previous = new Map<string, Map<string, { admitted: number; busy: number }>>()
+  readonly #live = new Map<string, LiveMinutes>()
   readonly #listeners = new Set<(views: GateView[]) => void>()
   readonly #unwatch: (() => void)[] = []
   #timer: NodeJS.Timeout | undefined
@@ -68,6 +70,7 @@ export class Sampler {
     this.#keep = options.keep ?? 900
     for (const name of this.names) {
       this.#history.set(name, [])
+      this.#live.set(name, new LiveMinutes())
       this.#views.set(name, { name, sample: null, instances: [], control: UNSTEERED, error: null })
     }
   }
@@ -94,6 +97,14 @@ export class Sampler {
   /** The last 15 minutes of `name`. */
   history(name: string): readonly Sample[] {
     return this.#history.get(name) ?? []
+  }
+
+  /**
+   * The minute in progress of `name` (and the one that just ended), from its instances' counters
+   * as sampled: what the store's per-minute history does not hold yet (see live-minutes.ts).
+   */
+  liveMinutes(name: string): readonly LiveMinute[] {
+    return this.#live.get(name)?.minutes() ?? []
   }
 
   views(): GateView[] {
@@ -140,6 +151,7 @@ export class Sampler {
       now.set(i.id, c)
     }
     this.#previous.set(name, now)
+    this.#live.get(name)!.take(status.at, status.instances, status.waiting)
     const history = this.#history.get(name)!
     const last = history.at(-1)
     const seconds = last ? Math.max(0.001, (status.at - last.t) / 1000) : 1

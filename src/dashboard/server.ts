@@ -86,8 +86,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const ready = sampler.start()
   const steer = new Map<string, LiveControl>()
   if (controls) for (const n of names) steer.set(n, airlockControl({ name: n, store, by: 'dashboard', logger: options.logger }))
-  const lookBacks = new LookBacks(store)
-  const page = renderDashboardPage({ names, controls, history: lookBacks.available })
+  const lookBacks = new LookBacks(store, sampler)
+  const page = renderDashboardPage({ names, controls, history: lookBacks.available, interval: interval ?? 1000 })
   const guard = new SignInGuard()
   const clientOf = (req: IncomingMessage): string => (req as { ip?: string }).ip ?? clientBehind(req.socket?.remoteAddress ?? '', req.headers['x-forwarded-for'], trusts)
 
@@ -107,7 +107,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     send(res, 401, 'text/plain; charset=utf-8', 'unauthorized\n', { 'www-authenticate': 'Bearer' })
   }
   const slowedDown = (res: ServerResponse, wait: number, bodyUnread: boolean): void =>
-    send(res, 429, 'text/plain; charset=utf-8', 'too many wrong tokens: try again later\n', { 'retry-after': String(Math.ceil(wait / 1000)), ...(bodyUnread ? BODY_ERROR_HEADERS : {}) })
+    send(res, 429, 'text/plain; charset=utf-8', 'too many wrong tokens: try again later\n', {
+      'retry-after': String(Math.ceil(wait / 1000)),
+      // The shield's own answer, as every refusal of the gate (the dashboard's sign-in, slowed down).
+      airlock: 'refused; reason=sign-in-attempts',
+      ...(bodyUnread ? BODY_ERROR_HEADERS : {}),
+    })
 
   /** The sign-in form posted: its token checked (unless this client is slowed down). */
   const signIn = async (req: IncomingMessage, res: ServerResponse, client: string): Promise<void> => {
@@ -188,7 +193,7 @@ async function lookBack(res: ServerResponse, url: URL, names: readonly string[],
   try {
     sendJson(res, 200, await lookBacks.get(name, range as LookBackRange))
   } catch (err) {
-    sendJson(res, 503, { error: (err as Error).message })
+    sendJson(res, 503, { error: (err as Error).message }, { airlock: 'busy; reason=store-unavailable' })
   }
 }
 
@@ -252,8 +257,8 @@ function send(res: ServerResponse, status: number, type: string, body: string, h
   res.end(body)
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  send(res, status, 'application/json; charset=utf-8', JSON.stringify(value))
+function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  send(res, status, 'application/json; charset=utf-8', JSON.stringify(value), headers)
 }
 
 /**

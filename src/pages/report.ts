@@ -4,6 +4,7 @@
  * (`@media print`: no backgrounds, charts kept whole). Its CSP allows its own style only.
  */
 import type { HistoryReport, HistoryRow } from '../core/report.js'
+import { lineChart, type Series } from './chart.js'
 import { escapeHtml, sha256Source } from './csp.js'
 
 const STYLE =
@@ -20,17 +21,8 @@ const STYLE =
 /** The page's Content-Security-Policy: its inline style, nothing else (no script, no request). */
 export const REPORT_CSP = `default-src 'none'; style-src ${sha256Source(STYLE)}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
 
-const W = 640
-const H = 180
-const PAD = { left: 44, right: 10, top: 10, bottom: 26 }
 /** Points drawn at most per chart: longer ranges are drawn per group of minutes. */
 const MAX_POINTS = 1440
-
-interface Series {
-  label: string
-  color: string
-  values: (number | null)[]
-}
 
 /** The report as one HTML page (see the module doc). */
 export function renderReportHtml(report: HistoryReport): string {
@@ -40,17 +32,21 @@ export function renderReportHtml(report: HistoryReport): string {
   const { rows, group } = grouped(report.rows)
   const times = rows.map((r) => Date.parse(r.minute))
   const per = group === 1 ? '' : `, the most of each ${group} minutes`
+  const from = Date.parse(report.from)
+  const to = Math.max(Date.parse(report.to), from + 60_000)
+  const chart = (title: string, series: readonly Series[], unit: string): string =>
+    lineChart({ title, times, from, to, series, unit, gap: Math.max(60_000, ((to - from) / MAX_POINTS) * 1.5), tick: (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ') })
   const charts = [
-    chart(`In line at the minute’s end${per}`, times, report, [{ label: 'in line', color: '#7c3aed', values: rows.map((r) => r.inLine) }], ''),
-    chart(`Admitted a minute${per}`, times, report, [
+    chart(`In line at the minute’s end${per}`, [{ label: 'in line', color: '#7c3aed', values: rows.map((r) => r.inLine) }], ''),
+    chart(`Admitted a minute${per}`, [
       { label: 'admitted', color: '#16a34a', values: rows.map((r) => r.admitted) },
       { label: 'turned away', color: '#dc2626', values: rows.map((r) => r.turnedAway) },
     ], ''),
-    chart(`Wait in line (s)${per}`, times, report, [
+    chart(`Wait in line (s)${per}`, [
       { label: 'p50', color: '#2563eb', values: rows.map((r) => r.waitP50) },
       { label: 'p90', color: '#ea580c', values: rows.map((r) => r.waitP90) },
     ], ' s'),
-    chart(`Visit length (s)${per}`, times, report, [
+    chart(`Visit length (s)${per}`, [
       { label: 'p50', color: '#0891b2', values: rows.map((r) => r.visitP50) },
       { label: 'p90', color: '#9333ea', values: rows.map((r) => r.visitP90) },
     ], ' s'),
@@ -106,51 +102,4 @@ function grouped(rows: readonly HistoryRow[]): { rows: HistoryRow[]; group: numb
     out.push(acc)
   }
   return { rows: out, group }
-}
-
-/** One chart: lines over the report's range (a gap of more than a minute breaks a line), axes labelled. */
-function chart(title: string, times: readonly number[], report: HistoryReport, series: readonly Series[], unit: string): string {
-  const from = Date.parse(report.from)
-  const to = Math.max(Date.parse(report.to), from + 60_000)
-  let max = 0
-  for (const s of series) for (const v of s.values) if (v !== null && v > max) max = v
-  const top = max <= 0 ? 1 : max
-  const x = (t: number): number => PAD.left + ((t - from) / (to - from)) * (W - PAD.left - PAD.right)
-  const y = (v: number): number => H - PAD.bottom - (v / top) * (H - PAD.top - PAD.bottom)
-  const gap = Math.max(60_000, ((to - from) / MAX_POINTS) * 1.5)
-  const paths = series.map((s) => {
-    let d = ''
-    let last = -Infinity
-    s.values.forEach((v, i) => {
-      if (v === null) {
-        last = -Infinity
-        return
-      }
-      const t = times[i]!
-      d += `${t - last > gap ? 'M' : 'L'}${x(t).toFixed(1)} ${y(v).toFixed(1)}`
-      last = t
-    })
-    return `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6" stroke-linejoin="round" stroke-linecap="round"/>`
-  })
-  const label = (t: number): string => new Date(t).toISOString().slice(5, 16).replace('T', ' ')
-  const summary = series.map((s) => `${s.label}: at most ${Math.round(Math.max(0, ...s.values.map((v) => v ?? 0)) * 10) / 10}${unit}`).join('; ')
-  const axes =
-    `<line x1="${PAD.left}" y1="${H - PAD.bottom}" x2="${W - PAD.right}" y2="${H - PAD.bottom}" stroke="#99a"/>` +
-    `<line x1="${PAD.left}" y1="${PAD.top}" x2="${PAD.left}" y2="${H - PAD.bottom}" stroke="#99a"/>` +
-    `<text x="${PAD.left - 4}" y="${PAD.top + 8}" text-anchor="end" font-size="10" fill="#445">${Math.round(top * 10) / 10}</text>` +
-    `<text x="${PAD.left - 4}" y="${H - PAD.bottom}" text-anchor="end" font-size="10" fill="#445">0</text>` +
-    `<text x="${PAD.left}" y="${H - 8}" font-size="10" fill="#445">${label(from)}</text>` +
-    `<text x="${W - PAD.right}" y="${H - 8}" text-anchor="end" font-size="10" fill="#445">${label(to)}</text>`
-  // The legend inside the chart (presentation attributes: the CSP allows no style attribute).
-  const legend = series
-    .map((s, i) => {
-      const lx = W - PAD.right - 110 * (series.length - i)
-      return `<line x1="${lx}" y1="${PAD.top + 4}" x2="${lx + 16}" y2="${PAD.top + 4}" stroke="${s.color}" stroke-width="3"/><text x="${lx + 20}" y="${PAD.top + 8}" font-size="10" fill="#1d2330">${escapeHtml(s.label)}</text>`
-    })
-    .join('')
-  return (
-    `<figure><svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${escapeHtml(`${title}. ${summary}`)}" data-chart="${escapeHtml(title)}">` +
-    `<title>${escapeHtml(`${title}. ${summary}`)}</title>${axes}${paths.join('')}${legend}</svg>` +
-    `<figcaption>${escapeHtml(title)} (${escapeHtml(summary)})</figcaption></figure>`
-  )
 }

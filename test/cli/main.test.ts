@@ -60,7 +60,7 @@ describe('airlock (in process)', () => {
   const cmd = ['--', 'true']
   const redis = ['--redis', 'redis://127.0.0.1:6399']
   it.each([
-    [[], /a command is required: exec, serve, control, dashboard, report, proxy, auth, nginx-config or caddy-config/],
+    [[], /a command is required: exec, serve, control, dashboard, hug, report, proxy, auth, nginx-config or caddy-config/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['--frob'], /unknown flag --frob/],
     [['exec', '--nmae', 'x', ...redis, ...cmd], /unknown flag --nmae; did you mean --name\?/],

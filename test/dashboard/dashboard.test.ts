@@ -98,7 +98,7 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     const wrong = await fetch(`${base}/`, { headers: { authorization: 'Bearer not-the-token-at-all' } })
     // A wrong token slows its client down: the next try within 250 ms is 429, whatever it sends.
     const tooSoon = await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })
-    expect([tooSoon.status, tooSoon.headers.get('retry-after')]).toEqual([429, '1'])
+    expect([tooSoon.status, tooSoon.headers.get('retry-after'), tooSoon.headers.get('airlock')]).toEqual([429, '1', 'refused; reason=sign-in-attempts'])
     await sleep(300)
     const short = await fetch(`${base}/state?token=x`)
     for (const r of [none, wrong, short]) {
