@@ -113,6 +113,7 @@ export {
 } from './base/events.js'
 export { createSigner, type Signer, type SignerOptions } from './base/signing.js'
 export { busyPageHashes, BUSY_PAGE_CSP, renderBusyPage, type BusyPage, type BusyPageContext } from './pages/busy.js'
+export { SHIELD_HEADER, shieldHeader, type BusyReason } from './pages/answers.js'
 export type { MessagesOption, VisitorLanguage } from './pages/language.js'
 export type { Messages } from './pages/messages/types.js'
 export {
