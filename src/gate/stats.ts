@@ -14,9 +14,9 @@ import type { StoreEnded } from '../stores/types.js'
 let sequence = 0
 const SAMPLES = 256
 
-export class GateStats {
-  readonly id: string
-  readonly counters: GateCounters = {
+/** Counters of an instance that has decided nothing yet. */
+export function zeroCounters(): GateCounters {
+  return {
     admitted: 0,
     busy: 0,
     queued: 0,
@@ -30,6 +30,11 @@ export class GateStats {
     abandoned: 0,
     released: { visitor: 0, origin: 0, expiry: 0, operator: 0 },
   }
+}
+
+export class GateStats {
+  readonly id: string
+  readonly counters: GateCounters = zeroCounters()
   /** The visit sink behind `counters`' visit figures and the recent waits and visits (see tally.ts). */
   readonly visits = new VisitFigures(this.counters)
   breaker: 'open' | 'closed' = 'closed'

@@ -3,7 +3,6 @@
  * no console error and no policy violation, shows its four charts with their lines drawn, prints
  * (print media keeps the charts; a PDF comes out), and axe-core finds no WCAG 2.1 A/AA violation.
  */
-import { createRequire } from 'node:module'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -13,8 +12,8 @@ import { renderReportHtml, REPORT_CSP } from '../../src/pages/report.js'
 import type { MinuteRecord } from '../../src/stores/history.js'
 import { chromiumAvailable } from '../helpers/browser.js'
 import { useChromium } from '../helpers/use-chromium.js'
+import { axeAtWidths, pageProblems, reportCharts } from '../helpers/page-checks.js'
 
-const axeSource: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source
 const FIRST = Math.floor(Date.UTC(2026, 11, 1, 9, 0, 0) / 60_000)
 
 /** Two hours of a hug: the line grows, then drains; a gap of ten quiet minutes in the middle. */
@@ -51,21 +50,11 @@ describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium
   it('loads with no error, shows the four charts drawn, and prints', async () => {
     const context = await browser().newContext({ viewport: { width: 1280, height: 900 } })
     const page = await context.newPage()
-    const problems: string[] = []
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text())
-    })
-    page.on('pageerror', (e) => problems.push(e.message))
+    const problems = pageProblems(page)
     try {
       await page.goto(url)
       await page.waitForLoadState('load')
-      const charts = await page.$$eval('svg[data-chart]', (svgs) =>
-        svgs.map((s) => ({
-          title: s.getAttribute('data-chart'),
-          width: s.getBoundingClientRect().width,
-          drawn: [...s.querySelectorAll('path')].map((p) => (p as unknown as { getTotalLength(): number }).getTotalLength()),
-        })),
-      )
+      const charts = await reportCharts(page)
       expect(charts.map((c) => c.title)).toEqual(['In line at the minute’s end', 'Admitted a minute', 'Wait in line (s)', 'Visit length (s)'])
       for (const c of charts) {
         expect(c.width).toBeGreaterThan(300)
@@ -86,23 +75,6 @@ describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium
   })
 
   it('axe-core finds no WCAG 2.1 A/AA violation (320 and 1280 px)', async () => {
-    const found: string[] = []
-    for (const width of [320, 1280]) {
-      const context = await browser().newContext({ viewport: { width, height: 800 }, bypassCSP: true })
-      const page = await context.newPage()
-      try {
-        await page.goto(url)
-        await page.evaluate(axeSource)
-        const violations = (await page.evaluate(() =>
-          (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; help: string }[] }> } }).axe
-            .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
-            .then((r) => r.violations),
-        )) as { id: string; help: string }[]
-        for (const v of violations) found.push(`${width}px ${v.id}: ${v.help}`)
-      } finally {
-        await context.close()
-      }
-    }
-    expect(found).toEqual([])
+    expect(await axeAtWidths(browser(), url)).toEqual([])
   })
 })

@@ -10,6 +10,7 @@ import { LiveMinutes, type LiveMinute } from '../../src/dashboard/live-minutes.j
 import { LookBacks, type LookBack } from '../../src/dashboard/look-back.js'
 import { createGate, type RequestView } from '../../src/gate/gate.js'
 import type { GateCounters } from '../../src/gate/status-types.js'
+import { zeroCounters } from '../../src/gate/stats.js'
 import { historyFor } from '../../src/stores/history.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { until } from '../helpers/wait.js'
@@ -26,21 +27,7 @@ const view = (): RequestView => ({ method: 'GET', url: '/', headers: {}, secure:
 
 /** Counters with the given figures (the rest 0). */
 function counters(c: Partial<GateCounters>): GateCounters {
-  return {
-    admitted: 0,
-    busy: 0,
-    queued: 0,
-    pass: 0,
-    bypass: 0,
-    storeErrors: 0,
-    clientShare: 0,
-    challenged: 0,
-    challengeFailed: 0,
-    admittedFromLine: 0,
-    abandoned: 0,
-    released: { visitor: 0, origin: 0, expiry: 0, operator: 0 },
-    ...c,
-  }
+  return { ...zeroCounters(), ...c }
 }
 
 describe('the look back over HTTP', () => {
