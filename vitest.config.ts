@@ -9,6 +9,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
  */
 const LONGEST_FIRST = [
   'test/http/control-rate.test.ts', // 183 s, mostly waiting out minutes
+  // 70 s, the first 15 s of which a crowd and a flood take every core they can: run beside the
+  // sleepy one above rather than beside a `next dev` compiling or a page in Chromium.
+  'test/cli/hug.test.ts',
   'test/bench/smoke-live.test.ts', // 85 s
   'test/bench/smoke.test.ts', // 73 s
   'test/package.test.ts', // 71 s
