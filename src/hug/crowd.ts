@@ -225,7 +225,6 @@ export async function runHug(o: HugOptions, onSecond?: (s: HugSecond, tally: Hug
       }
     } finally {
       tally.site(-1)
-      tally.finished++
     }
   }
   async function flooder(): Promise<void> {

@@ -103,7 +103,6 @@ export class HugTally {
   gaveUp = 0
   /** Visitors refused while browsing (their pass no longer good). */
   turnedAwayInside = 0
-  finished = 0
   inLine = 0
   onSite = 0
   inLineMax = 0
