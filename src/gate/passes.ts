@@ -34,6 +34,8 @@ export class Passes {
   readonly #signer: Signer
   private readonly cache: PassCache<CacheEntry>
   private readonly inflight = new Map<string, Promise<PassOutcome>>()
+  /** Full passes verified on a request the gate does not gate, until they fall due (see {@link confirm}). */
+  private readonly notDue: PassCache<{ validUntil: number; token: string }>
 
   constructor(
     private readonly s: PassSettings,
@@ -42,6 +44,7 @@ export class Passes {
   ) {
     this.#signer = createSigner({ secrets, context: PASS_CONTEXT, maxLength: PASS_MAX_LENGTH })
     this.cache = new PassCache(s.cacheSize)
+    this.notDue = new PassCache(s.cacheSize)
   }
 
   /** The decision cached for exactly this cookie value, while within its window: no crypto, no store. */
@@ -82,8 +85,17 @@ export class Passes {
   confirm(header: string | string[] | undefined, secure: boolean, storeTimeout: number): BypassDecision | Promise<BypassDecision> {
     const value = firstCookie(header, this.s.cookie.name)
     if (value === undefined) return BYPASS
-    const cached = this.cached(value, Date.now())
+    const now = Date.now()
+    const cached = this.cached(value, now)
     if (cached !== undefined) return bypassWith(cached.setCookie)
+    if (this.notDue.get(value, now) !== undefined) return BYPASS
+    // A full pass not yet due for sliding needs nothing here: verified once (one HMAC), then a lookup
+    // until it falls due, with no promise (an asset or a 404 a pass holder asks for stays synchronous).
+    const pass = this.valid(value, now)
+    if (pass !== null && !pass.provisional && pass.expiresAt - now >= this.s.passTtl / 2) {
+      this.notDue.set(value, { validUntil: pass.expiresAt - this.s.passTtl / 2, token: pass.token })
+      return BYPASS
+    }
     return this.check(header, secure, Date.now() + storeTimeout, true).then((o) => (typeof o === 'object' && !('error' in o) ? bypassWith(o.setCookie) : BYPASS))
   }
 
@@ -96,6 +108,7 @@ export class Passes {
   /** Forgets cached passes of `token` (its slot was released here). */
   forget(token: string): void {
     this.cache.deleteWhere((e) => e.decision.token === token)
+    this.notDue.deleteWhere((e) => e.token === token)
   }
 
   /** A `Set-Cookie` value that removes the pass cookie. */
@@ -111,6 +124,7 @@ export class Passes {
 
   clear(): void {
     this.cache.clear()
+    this.notDue.clear()
     this.inflight.clear()
   }
 
