@@ -7,7 +7,7 @@ import { AirlockError } from './base/errors.js'
 import { varyWith } from './base/http.js'
 import type { RoutingRules } from './gate/types.js'
 import { createGate, type Gate } from './gate/gate.js'
-import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, runCommand } from './gate/handle.js'
+import { COMMAND_HEADER, cookieList, GateHandle, holdWhileOpen, runCommand } from './gate/handle.js'
 import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
 import { createDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js'
 
@@ -78,12 +78,25 @@ class ExpressView<Req extends ExpressLikeRequest> implements RequestView<Req> {
   }
 }
 
-function control<Req extends ExpressLikeRequest>(gate: Gate<Req>, d: GateDecision, view: ExpressView<Req>, res: ExpressLikeResponse): AirlockHandle {
-  const jar = {
-    get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
-    set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
+/** `res.locals.airlock`: the decision, and its release on Express's response. */
+class ExpressHandle<Req extends ExpressLikeRequest> extends GateHandle<Req> {
+  constructor(
+    gate: Gate<Req>,
+    decision: GateDecision,
+    private readonly view: ExpressView<Req>,
+    private readonly res: ExpressLikeResponse,
+  ) {
+    super(gate, decision)
   }
-  return handleFor(gate, d, jar, () => view.secure)
+  protected cookies(): string[] | undefined {
+    return this.res.headersSent ? undefined : cookieList(this.res.getHeader('set-cookie'))
+  }
+  protected setCookies(cookies: string[]): void {
+    this.res.setHeader('set-cookie', cookies)
+  }
+  protected secure(): boolean {
+    return this.view.secure
+  }
 }
 
 function appendCookie(res: ServerResponse, cookie: string): void {
@@ -115,7 +128,8 @@ function releaseWhenDone(req: IncomingMessage, res: ServerResponse, slot: Reques
   res.once('finish', () => void slot.release())
 }
 
-type CommandRunner = (value: string | number | string[]) => void
+/** What an `Airlock-Command` acts on: the request's handle. */
+type CommandRunner = AirlockHandle
 
 /**
  * A gated response's runner, until its head is written (see {@link watchCommand}): a property of
@@ -141,7 +155,7 @@ function takeCommand(res: ServerResponse, args: unknown[], run: CommandRunner): 
       delete given[k]
     }
   }
-  if (value !== undefined) run(value)
+  if (value !== undefined) runCommand(run, value)
 }
 
 /**
@@ -224,9 +238,9 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
     const req = view.request
     if (d.kind !== 'bypass') {
       if (res.locals === undefined) res.locals = {}
-      const airlock = control(gate, d, view, res)
+      const airlock = new ExpressHandle(gate, d, view, res)
       res.locals.airlock = airlock
-      if (d.response === undefined) watchCommand(res, (value) => runCommand(gate, airlock, value))
+      if (d.response === undefined) watchCommand(res, airlock)
     }
     if (d.setCookie !== undefined) appendCookie(res, d.setCookie)
     if (d.kind === 'admit' && d.headers !== undefined) {

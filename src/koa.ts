@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http'
 import type Koa from 'koa'
 import { createGate, type Gate } from './gate/gate.js'
-import { COMMAND_HEADER, cookieList, handleFor, runCommand } from './gate/handle.js'
+import { COMMAND_HEADER, cookieList, GateHandle, runCommand } from './gate/handle.js'
 import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
 
 declare module 'koa' {
@@ -50,6 +50,26 @@ class KoaView implements RequestView<KoaContext> {
   }
 }
 
+/** `ctx.state.airlock`: the decision, and its release on Koa's response. */
+class KoaHandle extends GateHandle<KoaContext> {
+  constructor(
+    gate: Gate<KoaContext>,
+    decision: GateDecision,
+    private readonly ctx: KoaContext,
+  ) {
+    super(gate, decision)
+  }
+  protected cookies(): string[] | undefined {
+    return this.ctx.res.headersSent ? undefined : cookieList(this.ctx.res.getHeader('set-cookie'))
+  }
+  protected setCookies(cookies: string[]): void {
+    this.ctx.res.setHeader('set-cookie', cookies)
+  }
+  protected secure(): boolean {
+    return this.ctx.secure
+  }
+}
+
 /** Calls `done` once the response is over: at once when it already is, else when it finishes or its connection closes. */
 function whenOver(res: ServerResponse, done: () => void): void {
   if (res.writableFinished || res.destroyed) return done()
@@ -88,13 +108,7 @@ export function airlock(options?: GateOptions<KoaContext>): KoaAirlock {
     if (d.setCookie !== undefined) ctx.append('set-cookie', d.setCookie)
     if (d.response !== undefined) return answer(ctx, d as Parameters<typeof answer>[1])
     let handle: AirlockHandle | undefined
-    if (d.kind !== 'bypass') {
-      const jar = {
-        get: () => (res.headersSent ? undefined : cookieList(res.getHeader('set-cookie'))),
-        set: (cookies: string[]) => res.setHeader('set-cookie', cookies),
-      }
-      ctx.state.airlock = handle = handleFor(gate, d, jar, () => ctx.secure)
-    }
+    if (d.kind !== 'bypass') ctx.state.airlock = handle = new KoaHandle(gate, d, ctx)
     if (d.kind === 'admit' && d.headers !== undefined) for (const [k, v] of Object.entries(d.headers)) ctx.append(k, v)
     const slot: RequestSlot | undefined = d.kind === 'admit' ? d.slot : undefined
     const t0 = slot === undefined && gate.measures(d) ? performance.now() : -1
@@ -110,7 +124,7 @@ export function airlock(options?: GateOptions<KoaContext>): KoaAirlock {
     const command = res.headersSent ? undefined : res.getHeader(COMMAND_HEADER)
     if (command !== undefined && handle !== undefined) {
       res.removeHeader(COMMAND_HEADER)
-      runCommand(gate, handle, command)
+      runCommand(handle, command)
     }
     // The route's work is over, but a streamed body is still being made: the slot is free once it is sent (or the client left).
     if (slot !== undefined) whenOver(res, () => void slot.release(ctx.status >= 500))

@@ -36,10 +36,9 @@ export function cookieValues(header: string | string[] | undefined, name: string
   return found
 }
 
-/** The first value of cookie `name`, or `undefined` (the hot path: no array). */
-export function firstCookie(header: string | string[] | undefined, name: string): string | undefined {
+/** The first value of cookie `name`, or `undefined` (the hot path: no array; `key`, `name=`, made once by a caller that asks often). */
+export function firstCookie(header: string | string[] | undefined, name: string, key = `${name}=`): string | undefined {
   if (typeof header !== 'string') return cookieValues(header, name, 1)[0]
-  const key = `${name}=`
   let at = header.indexOf(key)
   while (at >= 0 && !startsCookie(header, at)) at = header.indexOf(key, at + 1)
   if (at < 0) return undefined

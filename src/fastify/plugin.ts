@@ -16,7 +16,7 @@ import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
 import { LEAVE_QUERY } from '../pages/left.js'
 import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, NO_HANDLE, runCommand } from '../gate/handle.js'
-import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView } from '../gate/types.js'
+import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView, type RoutingRules } from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { varyWith } from '../base/http.js'
 import { received, knownKeys, unknownKeyMessage } from '../base/validate.js'
@@ -91,11 +91,37 @@ function foldsCase(server: FastifyInstance): boolean {
   return fold
 }
 
+/**
+ * What the gate sees of a Fastify request. Fastify's `ip`, `protocol` and `routeOptions` are getters
+ * that compute (or build an object) on each read: read only when the gate asks (a pass holder's
+ * decision asks for none of them unless a bypass rule is set).
+ */
+class FastifyView implements RequestView<FastifyRequest> {
+  readonly method: string
+  readonly url: string
+  readonly headers: FastifyRequest['headers']
+  constructor(readonly request: FastifyRequest) {
+    this.method = request.method
+    this.url = request.url
+    this.headers = request.headers
+  }
+  get secure(): boolean {
+    return this.request.protocol === 'https'
+  }
+  get ip(): string {
+    return this.request.ip
+  }
+  /**
+   * The route find-my-way chose (a static one is the path it routed: trailing and doubled slashes,
+   * escapes and case already resolved), for the bypass rules.
+   */
+  get routing(): RoutingRules {
+    return { route: this.request.routeOptions.url, foldCase: foldsCase(this.request.server) }
+  }
+}
+
 function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
-  // The route find-my-way chose (a static one is the path it routed: trailing and doubled slashes,
-  // escapes and case already resolved), for the bypass rules.
-  const routing = { route: request.routeOptions.url, foldCase: foldsCase(request.server) }
-  return { method: request.method, url: request.url, headers: request.headers, secure: request.protocol === 'https', ip: request.ip, routing, request }
+  return new FastifyView(request)
 }
 
 function handleOf(reply: Hooked, registry: Registry): AirlockHandle {
@@ -122,16 +148,24 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     return d !== null && d.kind === 'admit' ? d.slot : undefined
   }
 
-  /** Request mode: after a client abort, onResponse never comes; release when the work is over. */
-  const watchAbort = (request: FastifyRequest, reply: Hooked, slot: { release(): Promise<boolean> }): void => {
+  /**
+   * Request mode: the slot is released when the response closes, sent (failed: a 5xx) or not. After
+   * a client abort, only once the route's work is over (onSend or onError). One `close` listener, not
+   * an onResponse hook: such a hook makes Fastify add and remove two listeners of its own on every
+   * request, and `close` comes after `finish` in any case.
+   */
+  const watchClose = (request: FastifyRequest, reply: Hooked, slot: { release(failed?: boolean): Promise<boolean> }): void => {
     const res = reply.raw
     const onClose = (): void => {
-      if (res.writableFinished) return
+      if (res.writableFinished) {
+        void slot.release(res.statusCode >= 500)
+        return
+      }
       reply[s.flags] = (reply[s.flags] as number) | ABORTED
       if ((reply[s.flags] as number) & SENT) void slot.release()
     }
     if (res.destroyed || request.raw.destroyed) onClose()
-    else res.once('close', onClose)
+    else res.on('close', onClose)
   }
 
   const apply = (request: FastifyRequest, reply: Hooked, d: GateDecision, done: HookHandlerDoneFunction): void => {
@@ -151,7 +185,7 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     if (d.kind === 'admit' && d.slot !== undefined) {
       // Session mode's hooks release no slot: a request let in on the local share (store down) frees its place when it closes.
       if (gate.mode === 'session') reply.raw.once('close', () => void d.slot!.release(reply.raw.statusCode >= 500))
-      else watchAbort(request, reply, d.slot)
+      else watchClose(request, reply, d.slot)
       // An upgrade (@fastify/websocket) is a request that lasts: its slot is kept alive until the socket closes.
       if (request.raw.headers.upgrade !== undefined) holdWhileOpen(request.raw.socket, d.slot)
     }
@@ -183,11 +217,7 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     return { onRequest, onConfirm, onMeasure }
   }
 
-  // Request mode: release once, on the first of onResponse, or (after an abort) onSend / onError.
-  function onResponse(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    void slotOf(reply as Hooked)?.release(reply.statusCode >= 500)
-    done()
-  }
+  // Request mode: released once, when the response closes (watchClose), or after an abort by onSend / onError.
   function onSend(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
     const r = reply as Hooked
     r[s.flags] = (r[s.flags] as number) | SENT
@@ -199,7 +229,7 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
     done()
   }
-  return { onRequest, onConfirm, onResponse, onSend, onError }
+  return { onRequest, onConfirm, onSend, onError }
 }
 
 type HookList = RouteOptions['onRequest']
@@ -212,8 +242,7 @@ function prepend<T>(existing: T | T[] | undefined, hook: T): T[] {
 function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void {
   route.onRequest = prepend(route.onRequest, hooks.onRequest) as HookList
   if ('onMeasure' in hooks) route.onResponse = prepend(route.onResponse, hooks.onMeasure) as RouteOptions['onResponse']
-  if ('onResponse' in hooks) {
-    route.onResponse = prepend(route.onResponse, hooks.onResponse) as RouteOptions['onResponse']
+  if ('onSend' in hooks) {
     route.onSend = prepend(route.onSend, hooks.onSend) as RouteOptions['onSend']
     route.onError = prepend(route.onError, hooks.onError) as RouteOptions['onError']
   }
@@ -250,7 +279,7 @@ function registryOf(fastify: FastifyInstance): Registry {
       reply.removeHeader(COMMAND_HEADER)
       const r = reply as Hooked
       const s = [...registry.slots].reverse().find((x) => r[x.gate] !== null)
-      if (s !== undefined) runCommand(r[s.gate] as Gate<FastifyRequest>, handleOf(r, registry), value)
+      if (s !== undefined) runCommand(handleOf(r, registry), value)
     }
     done(null, payload)
   })

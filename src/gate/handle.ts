@@ -28,23 +28,62 @@ export interface CookieJar {
 /**
  * The route's view of a decision. `release()` ends what it holds: a request-mode slot now, or a
  * visitor's pass (its slot is freed and, while the headers are not sent, the response clears the
- * cookie, replacing any pass cookie set earlier in this response). Never rejects. `secure`: whether
+ * cookie, replacing any pass cookie set earlier in this response). Never rejects. One object a
+ * request: an adapter's subclass reaches its response (the cookies, HTTPS) only when released.
+ */
+export abstract class GateHandle<Req> implements AirlockHandle {
+  constructor(
+    readonly gate: Gate<Req>,
+    readonly decision: GateDecision,
+  ) {}
+
+  /** The response's current `Set-Cookie` values; `undefined` once the headers are sent. */
+  protected abstract cookies(): string[] | undefined
+  /** Replaces the response's `Set-Cookie` values. */
+  protected abstract setCookies(cookies: string[]): void
+  /** Whether the request came over HTTPS (read only when a cookie is cleared). */
+  protected abstract secure(): boolean
+
+  release(): Promise<boolean> {
+    const decision = this.decision
+    if (holdsPass(decision)) {
+      const current = this.cookies()
+      if (current !== undefined) {
+        const prefix = `${this.gate.cookieName}=`
+        this.setCookies([...current.filter((c) => !c.startsWith(prefix)), this.gate.clearCookie(this.secure())])
+      }
+    }
+    return this.gate.release(decision)
+  }
+}
+
+/** A handle on a {@link CookieJar} (the proxy's, Fastify's, the fetch adapter's). */
+class JarHandle<Req> extends GateHandle<Req> {
+  constructor(
+    gate: Gate<Req>,
+    decision: GateDecision,
+    private readonly jar: CookieJar,
+    private readonly https: boolean | (() => boolean),
+  ) {
+    super(gate, decision)
+  }
+  protected cookies(): string[] | undefined {
+    return this.jar.get()
+  }
+  protected setCookies(cookies: string[]): void {
+    this.jar.set(cookies)
+  }
+  protected secure(): boolean {
+    return typeof this.https === 'boolean' ? this.https : this.https()
+  }
+}
+
+/**
+ * The route's view of a decision (see {@link GateHandle}) on a {@link CookieJar}. `secure`: whether
  * the request came over HTTPS, or how to tell (read only when a cookie is cleared).
  */
 export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean | (() => boolean)): AirlockHandle {
-  return {
-    decision,
-    release() {
-      if (holdsPass(decision)) {
-        const current = jar.get()
-        if (current !== undefined) {
-          const prefix = `${gate.cookieName}=`
-          jar.set([...current.filter((c) => !c.startsWith(prefix)), gate.clearCookie(typeof secure === 'boolean' ? secure : secure())])
-        }
-      }
-      return gate.release(decision)
-    },
-  }
+  return new JarHandle(gate, decision, jar, secure)
 }
 
 /** A `Set-Cookie` header value as a list. */
@@ -64,7 +103,7 @@ export const COMMAND_HEADER = 'airlock-command'
  * `control.release()` (the slot or pass freed, the cookie cleared), and is published on
  * `airlock:release` with `by: 'origin'`. `false` for a value it does not know (nothing done).
  */
-export function runCommand<Req>(_gate: Gate<Req>, control: AirlockHandle, value: string | number | string[] | undefined): boolean {
+export function runCommand(control: AirlockHandle, value: string | number | string[] | undefined): boolean {
   const command = String(value ?? '').trim().toLowerCase()
   if (command !== 'release') return false
   if (control.decision === undefined || control.decision.kind === 'bypass') return true

@@ -47,12 +47,15 @@ function sameSite(headers: RequestView['headers']): boolean {
 export class SessionFlow<Req> extends Flow<Req> {
   /** The waiting room (`queue`). */
   private readonly line: GateLine | undefined
+  /** `<pass cookie>=`, made once: the pass is looked for on every request. */
+  private readonly passKey: string
 
   constructor(
     parts: GateParts<Req>,
     private readonly passes: Passes,
   ) {
     super(parts)
+    this.passKey = `${parts.s.cookie.name}=`
     const s = parts.s
     this.line =
       s.queue === undefined
@@ -73,7 +76,7 @@ export class SessionFlow<Req> extends Flow<Req> {
 
   override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     if (this.line !== undefined && view.method === 'POST' && view.url.endsWith(LEAVE_QUERY)) return this.leave(this.line, view)
-    const value = firstCookie(view.headers.cookie, this.s.cookie.name)
+    const value = firstCookie(view.headers.cookie, this.s.cookie.name, this.passKey)
     if (value !== undefined) {
       const cached = this.passes.cached(value, Date.now())
       if (cached !== undefined) return cached

@@ -166,7 +166,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       res,
       requestHeaders(req.rawHeaders, hop, rules),
       (_status, headers, command) => {
-        if (command !== undefined) runCommand(gate!, handleFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
+        if (command !== undefined) runCommand(handleFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
         if (extra !== undefined) for (const k in extra) headers.push(k, extra[k]!)
         for (const c of cookies) headers.push('set-cookie', c)
       },
