@@ -10,7 +10,7 @@
  * largest of their readings, all taken within seconds of the minute's end).
  */
 import type { HistoryStorage, MinutePart } from '../stores/history.js'
-import { bucketOf } from './histogram.js'
+import { BUCKETS, bucketOf } from './histogram.js'
 
 /** The field names of a minute. */
 export const FIELDS = {
@@ -58,6 +58,26 @@ function tail(text: string): string {
   return (text.replace(/[^A-Za-z0-9_-]/g, '_') || '_').slice(0, 30)
 }
 
+/**
+ * `prefix` + {@link tail}, made once per text: a request-mode gate releases a slot on every request,
+ * and a regular expression and a new string each time were most of what counting it cost.
+ */
+function fieldsOf(prefix: string): (text: string) => string {
+  const made = new Map<string, string>()
+  return (text) => {
+    let name = made.get(text)
+    if (name === undefined) {
+      name = `${prefix}${tail(text)}`
+      if (made.size < 64) made.set(text, name)
+    }
+    return name
+  }
+}
+const releasedField = fieldsOf(FIELDS.released)
+const turnedAwayField = fieldsOf(FIELDS.turnedAway)
+const WAIT_FIELDS = Array.from({ length: BUCKETS }, (_, i) => `${FIELDS.wait}${i}`)
+const VISIT_FIELDS = Array.from({ length: BUCKETS }, (_, i) => `${FIELDS.visit}${i}`)
+
 /** Counts one instance's minutes and adds them to the store (see the module doc). Calls never throw. */
 export class MinuteTally {
   readonly #o: TallyOptions
@@ -79,13 +99,13 @@ export class MinuteTally {
     if (from !== 'line') return
     bump(part.add, FIELDS.admittedFromLine, 1)
     if (waitMs !== null && Number.isFinite(waitMs) && waitMs >= 0) {
-      bump(part.add, `${FIELDS.wait}${bucketOf(waitMs)}`, 1)
+      bump(part.add, WAIT_FIELDS[bucketOf(waitMs)]!, 1)
       part.max[FIELDS.waitMax] = Math.max(part.max[FIELDS.waitMax] ?? 0, Math.round(waitMs))
     }
   }
 
   turnedAway(reason: string): void {
-    bump(this.#part().add, `${FIELDS.turnedAway}${tail(reason)}`, 1)
+    bump(this.#part().add, turnedAwayField(reason), 1)
   }
 
   abandoned(count: number): void {
@@ -94,9 +114,9 @@ export class MinuteTally {
 
   released(by: string, visitMs: number | null): void {
     const part = this.#part()
-    bump(part.add, `${FIELDS.released}${tail(by)}`, 1)
+    bump(part.add, releasedField(by), 1)
     if (visitMs !== null && Number.isFinite(visitMs) && visitMs >= 0) {
-      bump(part.add, `${FIELDS.visit}${bucketOf(visitMs)}`, 1)
+      bump(part.add, VISIT_FIELDS[bucketOf(visitMs)]!, 1)
       part.max[FIELDS.visitMax] = Math.max(part.max[FIELDS.visitMax] ?? 0, Math.round(visitMs))
     }
   }
