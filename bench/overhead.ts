@@ -18,7 +18,7 @@
  * SCENARIOS (RegExp filter), CPU_PROF=<dir> (profile the server with --cpu-prof), BENCH_RESULTS=<dir>,
  * COMPARE=<git ref> (also run every gated scenario on that commit, in a temporary git worktree,
  * side by side in the same rounds: `COMPARE=HEAD~1 npm run bench:overhead`), BUILT=1 (build the
- * package first and measure dist/, what users run; by default the servers run src/ through tsx,
+ * package first, and the COMPARE commit's too, and measure dist/, what users run; by default the servers run src/ through tsx,
  * whose `keepNames` helpers add a call to every function the gate makes per request).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
@@ -34,6 +34,7 @@ const ROUNDS = envNumber('ROUNDS', 3)
 const SECONDS = envNumber('SECONDS', 2)
 const WARMUP = envNumber('WARMUP', 1)
 const CONNECTIONS = envNumber('CONNECTIONS', 32)
+const RATE = envNumber('RATE', 0)
 const started = Date.now()
 
 const redis = await startRedis()
@@ -64,7 +65,10 @@ if (compare) {
   compareTree = join(mkdtempSync(join(tmpdir(), 'airlock-compare-')), 'tree')
   execFileSync('git', ['worktree', 'add', '--detach', compareTree, compare], { cwd: repo, stdio: 'ignore' })
   symlinkSync(join(repo, 'node_modules'), join(compareTree, 'node_modules'))
+  // BUILT=1 measures both sides built: the other commit's src/ through tsx would pay tsx's helpers.
+  if (process.env.BUILT === '1') execFileSync('npx', ['tsup', '--silent'], { cwd: compareTree, stdio: 'inherit' })
 }
+const compareSrc = compareTree === undefined ? undefined : join(compareTree, process.env.BUILT === '1' ? 'dist' : 'src')
 const removeCompareTree = (): void => {
   if (!compareTree) return
   execFileSync('git', ['worktree', 'remove', '--force', compareTree], { cwd: repo, stdio: 'ignore' })
@@ -72,12 +76,27 @@ const removeCompareTree = (): void => {
 }
 const suffix = ` @${compare}`
 
+// Two or more cores: the servers on the last core, the load generator on the others, so the two
+// never trade places on a core mid-run (one source of the bench's noise). PIN=0 turns it off.
+const cores = (await import('node:os')).availableParallelism()
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+const pinServer = process.env.PIN !== '0' && cores >= 2 && hasTaskset ? String(cores - 1) : undefined
+if (pinServer !== undefined) execFileSync('taskset', ['-pc', `0-${cores - 2}`, String(process.pid)], { stdio: 'ignore' })
+
 /** Starts one scenario's server process (a `name @ref` one on the COMPARE tree); resolves once it listens. */
 function startServer(name: string): Promise<Target> {
   const other = compare !== undefined && name.endsWith(suffix)
   const scenario = other ? name.slice(0, -suffix.length) : name
-  const server = spawn(process.execPath, [...serverArgs, serverScript], {
-    env: { ...serverEnv, SCENARIO: scenario, ...(other ? { AIRLOCK_SRC: join(compareTree!, 'src') } : {}) },
+  const [command, args] = pinServer ? ['taskset', ['-c', pinServer, process.execPath, ...serverArgs, serverScript]] : [process.execPath, [...serverArgs, serverScript]]
+  const server = spawn(command, args, {
+    env: { ...serverEnv, SCENARIO: scenario, ...(other ? { AIRLOCK_SRC: compareSrc } : {}) },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   })
   return new Promise((resolve, reject) => {
@@ -114,17 +133,22 @@ async function passCookie(port: number): Promise<string> {
 }
 
 /**
- * One run of autocannon. Pass holders get a fresh pass first, as a browser keeps the renewed cookie:
+ * One run of autocannon's headers. Pass holders get a fresh pass first, as a browser keeps the renewed cookie:
  * autocannon cannot store cookies, and a pass sent unchanged for longer than its life (60 s) would
  * expire and every request would take a new slot.
  */
 async function headersFor(name: string): Promise<Record<string, string>> {
   const t = targets[name]!
-  return t.pass ? { cookie: await passCookie(t.port) } : {}
+  if (t.pass) return { cookie: await passCookie(t.port) }
+  // The rows without the gate get a cookie of the same size: parsing it is the server's cost, not the gate's.
+  const gated = Object.values(targets).find((x) => x.pass)
+  return gated === undefined ? {} : { cookie: (sameSize ??= await passCookie(gated.port)) }
 }
+let sameSize: string | undefined
 
-function load(name: string, seconds: number, headers: Record<string, string>): Promise<autocannon.Result> {
-  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers })
+/** `rate`: requests a second, all connections together (0: as fast as the server answers). */
+function load(name: string, seconds: number, headers: Record<string, string>, rate = RATE): Promise<autocannon.Result> {
+  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers, ...(rate > 0 ? { overallRate: rate } : {}) })
 }
 
 /** CPU time (µs) used so far by a scenario's server process: user + system, and user alone. */
@@ -177,27 +201,43 @@ interface Sample {
 if (WARMUP > 0) for (const name of Object.keys(targets)) await load(name, WARMUP, await headersFor(name))
 
 const samples: Record<string, Sample[]> = {}
+/**
+ * The scenarios run one after another (each alone on the machine), or with TOGETHER=1 a framework's
+ * scenarios at once, each with its own load generator (the servers share a core), so that whatever the machine
+ * does meanwhile (another process, the CPU's clock) hits all of them alike: the steadiest ratios
+ * between them, which bench:compare uses. Redis figures are then shared by the group (not shown).
+ */
+const TOGETHER = process.env.TOGETHER === '1'
+const groups: string[][] = TOGETHER
+  ? [...new Set(Object.values(targets).map((t) => t.framework))].map((fw) => Object.keys(targets).filter((name) => targets[name]!.framework === fw))
+  : Object.keys(targets).map((name) => [name])
+
 for (let round = 0; round < ROUNDS; round++) {
-  for (const name of Object.keys(targets)) {
-    const headers = await headersFor(name)
+  for (const group of groups) {
+    const headers = await Promise.all(group.map((name) => headersFor(name)))
     await redisCommands()
-    const [cpu0, rcpu0] = [await serverCpu(name), await redisCpu()]
-    const r = await load(name, SECONDS, headers)
-    const [cpu1, rcpu1] = [await serverCpu(name), await redisCpu()]
+    const rcpu0 = await redisCpu()
+    const cpu0 = await Promise.all(group.map((name) => serverCpu(name)))
+    const results = await Promise.all(group.map((name, i) => load(name, SECONDS, headers[i]!)))
+    const cpu1 = await Promise.all(group.map((name) => serverCpu(name)))
+    const rcpu1 = await redisCpu()
     const commands = await redisCommands()
-    const n = Math.max(1, r.requests.total)
-    ;(samples[name] ??= []).push({
-      rps: r.requests.total / Math.max(r.duration, 1e-3),
-      p50: r.latency.p50,
-      p99: r.latency.p99,
-      meanLatency: r.latency.average,
-      cpu: (cpu1.total - cpu0.total) / n,
-      userCpu: (cpu1.user - cpu0.user) / n,
-      redisCpu: (rcpu1 - rcpu0) / n,
-      non2xx: r.non2xx,
-      errors: r.errors + r.timeouts,
-      commands,
-      requests: n,
+    group.forEach((name, i) => {
+      const r = results[i]!
+      const n = Math.max(1, r.requests.total)
+      ;(samples[name] ??= []).push({
+        rps: r.requests.total / Math.max(r.duration, 1e-3),
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        meanLatency: r.latency.average,
+        cpu: (cpu1[i]!.total - cpu0[i]!.total) / n,
+        userCpu: (cpu1[i]!.user - cpu0[i]!.user) / n,
+        redisCpu: group.length === 1 ? (rcpu1 - rcpu0) / n : NaN,
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+        commands: group.length === 1 ? commands : {},
+        requests: n,
+      })
     })
   }
 }
@@ -215,6 +255,7 @@ const rows = Object.entries(samples).map(([name, ss]) => ({
   non2xx: ss.reduce((a, s) => a + s.non2xx, 0),
   errors: ss.reduce((a, s) => a + s.errors, 0),
   runs: ss.map((s) => Math.round(s.rps)),
+  userRuns: ss.map((s) => Number(s.userCpu.toFixed(1))),
   redisCommands: perRequest(ss),
 }))
 
@@ -248,18 +289,33 @@ const table = rows.map((r) => {
     /** The scenario's server CPU per request over the bare app's, as a cost: 0.05 = 5 % more. */
     cpuCost: b ? r.cpu / b.cpu - 1 : NaN,
     userCost: b ? r.userCpu / b.userCpu - 1 : NaN,
-    /** Over the framework's empty middleware: what the gate costs beyond what any middleware there does. */
+    /** Over the framework's empty middleware: what the gate costs beyond what any middleware there does (paired by round). */
     floorCost: (() => {
       const f = empty(r.framework)
-      return f && f !== r && !r.name.endsWith(' bare') ? r.cpu / f.cpu - 1 : NaN
+      return f && f !== r && !r.name.endsWith(' bare') ? paired(r.name, f.name, 'cpu') - 1 : NaN
+    })(),
+    userFloorCost: (() => {
+      const f = empty(r.framework)
+      return f && f !== r && !r.name.endsWith(' bare') ? paired(r.name, f.name, 'userCpu') - 1 : NaN
     })(),
   }
 })
 
+/**
+ * The median over rounds of `a`'s figure over `b`'s in the same round: runs a few seconds apart
+ * share the machine's drift (another process, the CPU's clock), which a ratio of two medians taken
+ * over the whole run does not cancel.
+ */
+function paired(a: string, b: string, key: 'cpu' | 'userCpu'): number {
+  const sa = samples[a]!
+  const sb = samples[b]!
+  return median(sa.map((s, i) => s[key] / sb[i]![key]))
+}
+
 const m = machine(await redisVersion(redisClient))
 console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; measured: ${measured}\n`)
 const markdown = markdownTable(
-  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>CPU over empty middleware', '>user CPU µs/req', '>user CPU over bare', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
+  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>CPU over empty middleware', '>user CPU µs/req', '>user CPU over bare', '>user CPU over empty middleware', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
   table.map((r) => [
     r.name,
     Math.round(r.rps),
@@ -273,6 +329,7 @@ const markdown = markdownTable(
     percent(r.floorCost),
     fixed(r.userCpu, 1),
     percent(r.userCost),
+    percent(r.userFloorCost),
     fixed(r.redisCpu, 1),
     r.non2xx + r.errors,
     r.runs.join(' / '),
@@ -282,10 +339,25 @@ console.log(markdown)
 console.log(
   '\nx bare: against the bare app of the same framework (Fastify rows vs bare Fastify, Express rows vs bare Express; fetch, Hono, Koa likewise).' +
     "\nx bare (CPU) = bare server CPU per request / this scenario's: the throughput ratio a CPU-bound server would see." +
-    "\nCPU over empty middleware = the same against the framework's row with a middleware of the gate's shape that does nothing (what any middleware costs there)." +
+    "\nCPU over empty middleware (and user CPU over empty middleware) = the same against the framework's row with a middleware of the gate's shape that does nothing (what any middleware costs there), as the median over rounds of the ratio within each round." +
     "\nCPU over bare = this scenario's server CPU per request / the bare app's - 1; user CPU: the same, user time only (the JavaScript's work; the system time, mostly the kernel writing to the sockets, grows when a slower server leaves the load generator idle between answers)." +
     '\np50/p99 are whole milliseconds (autocannon); mean is exact.',
 )
+// COMPARE: each gated row against its twin on the other commit, paired by round (the ratio a
+// change to the hot path lands with; `npm run bench:compare`).
+const compared = compare === undefined ? [] : table.filter((r) => samples[r.name + suffix] !== undefined)
+if (compared.length > 0) {
+  console.log(`\nNow against ${compare} (same run; the median over rounds of each round's ratio):`)
+  console.log(
+    markdownTable(
+      ['scenario', '>server CPU µs/req', `>at ${compare}`, '>ratio', '>user CPU µs/req', `>at ${compare}`, '>ratio (user)'],
+      compared.map((r) => {
+        const then = table.find((t) => t.name === r.name + suffix)!
+        return [r.name, fixed(r.cpu, 1), fixed(then.cpu, 1), `${fixed(paired(r.name, then.name, 'cpu'), 2)}x`, fixed(r.userCpu, 1), fixed(then.userCpu, 1), `${fixed(paired(r.name, then.name, 'userCpu'), 2)}x`]
+      }),
+    ),
+  )
+}
 console.log('\nRedis commands per request (server-side µs per call, INFO commandstats):')
 for (const r of table) {
   const cmds = Object.entries(r.redisCommands)

@@ -1,0 +1,39 @@
+/**
+ * What a pass holder's request allocates through each adapter beyond the same app with an empty
+ * middleware of the same shape (issue 41): counted in bytes by bench/alloc.mts, one process an
+ * adapter (what one adapter's code leaves in the JIT changes another's count by up to 100 B), with
+ * a young generation large enough that nothing is collected while it counts. No clock: the count
+ * is the same on any machine for one Node version, so a regression of the kind that grew the hot
+ * path 10 % unnoticed (a handle built of closures on every request, a view read eagerly) fails
+ * here. Measured when the bounds were set (Node 20, 20k requests, Fastify through its router as
+ * light-my-request drives it): Fastify 2-44, Express 360-420, Koa 270-325, fetch 405-465, Hono
+ * 1,400-1,480 (Hono's own `c.set` takes about 1 KB of that); at the commit issue 41 started from
+ * (6cae48a), Fastify 96-118, Express 1,790-1,860, Koa 845-890, fetch 480-505 and Hono 1,610-1,655:
+ * every bound but fetch's fails there.
+ */
+import { spawnSync } from 'node:child_process'
+import { resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = resolve(import.meta.dirname, '../..')
+/** Bytes a request, the gate's own (gate row less empty row), at most. */
+const BOUND: Record<string, number> = { fastify: 64, express: 560, koa: 448, fetch: 512, hono: 1_568 }
+
+function ownBytes(framework: string): number {
+  const run = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--min-semi-space-size=256', '--max-semi-space-size=256', '--import', 'tsx', 'bench/alloc.mts', '--json', framework],
+    { cwd: ROOT, encoding: 'utf8', env: { ...process.env, N: '20000' }, timeout: 110_000 },
+  )
+  expect(run.status, run.stderr).toBe(0)
+  const bytes = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, number>
+  return bytes[`${framework} gate`]! - bytes[`${framework} empty`]!
+}
+
+describe("a pass holder's request: the gate's own allocations, per adapter", () => {
+  for (const [framework, bound] of Object.entries(BOUND)) {
+    it(`${framework}: at most ${bound} bytes a request over the empty middleware`, { timeout: 120_000 }, () => {
+      expect(ownBytes(framework)).toBeLessThanOrEqual(bound)
+    })
+  }
+})
