@@ -26,7 +26,16 @@ import { writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, writeResults, stopChild } from './lib.js'
+import {
+  describeMachine,
+  envNumber,
+  fixed,
+  machine,
+  markdownTable,
+  percentile,
+  writeResults,
+  stopChild,
+} from './lib.js'
 
 const PHASE_S = envNumber('PHASE_S', 12)
 const HOLD_S = envNumber('HOLD_S', 10)
@@ -73,7 +82,10 @@ const OVERRIDE = !process.env.ROWS || new RegExp(process.env.ROWS).test('live li
 
 const children: ChildProcess[] = []
 function start(file: string, env: Record<string, string>, onLine?: (line: string) => void): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL(file, import.meta.url).pathname], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', new URL(file, import.meta.url).pathname], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   children.push(child)
   return new Promise((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`${file} exited ${code}`)))
@@ -100,7 +112,9 @@ function send(port: number, path: string, cookie?: string, method = 'GET'): Prom
     const req = request({ host: '127.0.0.1', port, path, method, agent, headers: cookie ? { cookie } : {} }, (res) => {
       res.resume()
       const set = res.headers['set-cookie']?.find((c) => c.startsWith('airlock_pass'))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, cookie: set?.split(';')[0] }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, cookie: set?.split(';')[0] }),
+      )
     })
     req.on('error', () => resolve({ status: 0, ms: performance.now() - t0, cookie: undefined }))
     req.end()
@@ -149,7 +163,17 @@ function phaseFigures(done: Done[], capacity: number, from: number, to: number):
   const ok = inPhase.filter((d) => d.status === 200)
   const failures = inPhase.filter((d) => d.status === 500).length
   const runs = ok.length + failures
-  return { capacity, goodput: ok.length / ((capacity * (to - from)) / WORK_MS), runs, failures, failureRate: failures / Math.max(1, runs), p99: percentile(ok.map((d) => d.ms), 99) }
+  return {
+    capacity,
+    goodput: ok.length / ((capacity * (to - from)) / WORK_MS),
+    runs,
+    failures,
+    failureRate: failures / Math.max(1, runs),
+    p99: percentile(
+      ok.map((d) => d.ms),
+      99,
+    ),
+  }
 }
 
 interface RunOptions {
@@ -169,15 +193,31 @@ async function runOnce(o: RunOptions) {
   const prefix = `adaptive-bench-${++runCount}`
   const phaseMs = PHASE_S * 1000
   const total = o.hold ? o.hold.ms + phaseMs : phaseMs * o.phases.length
-  const env = { WORK_MS: String(WORK_MS), PHASE_S: String(total / 1000 / o.phases.length), PHASES: o.phases.join(','), KIND: o.kind }
+  const env = {
+    WORK_MS: String(WORK_MS),
+    PHASE_S: String(total / 1000 / o.phases.length),
+    PHASES: o.phases.join(','),
+    KIND: o.kind,
+  }
   const backendPort = await start('./adaptive/backend.ts', env)
   const limits: { t: number; limit: number; adaptive: number | null; instance: number }[] = []
   const ports = await Promise.all(
     Array.from({ length: o.instances }, (_, instance) =>
-      start('./adaptive/server.ts', { ...env, PREFIX: prefix, SHIELD: o.shield, MODE: o.session ? 'session' : 'request', BACKEND_URL: `http://127.0.0.1:${backendPort}`, ...(o.redisUrl ? { REDIS_URL: o.redisUrl } : {}) }, (line) => {
-        const j = JSON.parse(line) as { t: number; limit: number; adaptive: number | null }
-        limits.push({ ...j, instance })
-      }),
+      start(
+        './adaptive/server.ts',
+        {
+          ...env,
+          PREFIX: prefix,
+          SHIELD: o.shield,
+          MODE: o.session ? 'session' : 'request',
+          BACKEND_URL: `http://127.0.0.1:${backendPort}`,
+          ...(o.redisUrl ? { REDIS_URL: o.redisUrl } : {}),
+        },
+        (line) => {
+          const j = JSON.parse(line) as { t: number; limit: number; adaptive: number | null }
+          limits.push({ ...j, instance })
+        },
+      ),
     ),
   )
   // Unloaded: one request at a time (one visitor), then the backend's clock starts.
@@ -194,11 +234,19 @@ async function runOnce(o: RunOptions) {
   const t0 = Date.now()
   const end = t0 + total
   const done: Done[] = []
-  const clearing = o.hold ? sleep(o.hold.ms).then(() => send(ports[0]!, '/bench/control', undefined, 'DELETE')) : undefined
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => client(ports[i % ports.length]!, o.session, end, t0, done)))
+  const clearing = o.hold
+    ? sleep(o.hold.ms).then(() => send(ports[0]!, '/bench/control', undefined, 'DELETE'))
+    : undefined
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, (_, i) => client(ports[i % ports.length]!, o.session, end, t0, done)),
+  )
   await clearing
   await stopChildren()
-  return { unloadedMs: percentile(unloaded, 50), done, limits: limits.map((l) => ({ ...l, t: l.t - t0 })).filter((l) => l.t >= 0 && l.instance === 0) }
+  return {
+    unloadedMs: percentile(unloaded, 50),
+    done,
+    limits: limits.map((l) => ({ ...l, t: l.t - t0 })).filter((l) => l.t >= 0 && l.instance === 0),
+  }
 }
 
 async function runRow(backend: (typeof BACKENDS)[number], s: Shield, redisUrl: string | undefined) {
@@ -212,21 +260,47 @@ async function runRow(backend: (typeof BACKENDS)[number], s: Shield, redisUrl: s
   })
   const phaseMs = PHASE_S * 1000
   const phases = backend.phases.map((c, p) => phaseFigures(done, c, p * phaseMs + SETTLE_MS, (p + 1) * phaseMs))
-  const met = phases.every((p) => p.failureRate <= BARS.failures && p.goodput >= BARS.goodput && p.p99 <= BARS.p99 * unloadedMs)
+  const met = phases.every(
+    (p) => p.failureRate <= BARS.failures && p.goodput >= BARS.goodput && p.p99 <= BARS.p99 * unloadedMs,
+  )
   // The chart draws the adaptive rows' limits; a static row's limit says nothing.
-  return { backend: backend.label, label: s.label, unloadedMs, phases, met, limits: s.shield(backend.phases) === ADAPTIVE ? thin(limits) : [] }
+  return {
+    backend: backend.label,
+    label: s.label,
+    unloadedMs,
+    phases,
+    met,
+    limits: s.shield(backend.phases) === ADAPTIVE ? thin(limits) : [],
+  }
 }
 
 /** The operator's row: a hard cliff at 12, the live limit at 10 for HOLD_S, then cleared. */
 async function runOverride() {
   const hold = { limit: 10, ms: HOLD_S * 1000 }
-  const { unloadedMs, done, limits } = await runOnce({ kind: 'hard-cliff', phases: [12], shield: ADAPTIVE.replace(':2:', ':5:'), instances: 1, redisUrl: undefined, session: false, hold })
+  const { unloadedMs, done, limits } = await runOnce({
+    kind: 'hard-cliff',
+    phases: [12],
+    shield: ADAPTIVE.replace(':2:', ':5:'),
+    instances: 1,
+    redisUrl: undefined,
+    session: false,
+    hold,
+  })
   const held = phaseFigures(done, 10, SETTLE_MS, hold.ms)
   const after = phaseFigures(done, 12, hold.ms, hold.ms + 5_000)
   const rest = phaseFigures(done, 12, hold.ms + SETTLE_MS, hold.ms + PHASE_S * 1000)
   const atClear = limits.filter((l) => l.t < hold.ms).at(-1)?.adaptive ?? null
   const highestAfter = Math.max(...limits.filter((l) => l.t >= hold.ms).map((l) => l.limit))
-  return { unloadedMs, held, after, rest, adaptiveAtClear: atClear, highestAfter, met: after.failureRate <= 0.02, limits: thin(limits) }
+  return {
+    unloadedMs,
+    held,
+    after,
+    rest,
+    adaptiveAtClear: atClear,
+    highestAfter,
+    met: after.failureRate <= 0.02,
+    limits: thin(limits),
+  }
 }
 
 /** One point every 250 ms (the servers print every 100 ms): enough for the chart, a tenth of the results file. */
@@ -255,11 +329,19 @@ function chart(rows: Row[]): string {
     const top = b * PH
     const x = (t: number) => ((t / total) * (W - 60) + 40).toFixed(1)
     const y = (v: number) => (top + PH - 30 - (Math.min(v, yMax) / yMax) * (PH - 60)).toFixed(1)
-    const cPath = phases.map((c, p) => `${p === 0 ? 'M' : 'L'}${x(p * PHASE_S * 1000)} ${y(c)} L${x((p + 1) * PHASE_S * 1000)} ${y(c)}`).join(' ')
+    const cPath = phases
+      .map((c, p) => `${p === 0 ? 'M' : 'L'}${x(p * PHASE_S * 1000)} ${y(c)} L${x((p + 1) * PHASE_S * 1000)} ${y(c)}`)
+      .join(' ')
     const lines = rows
       .filter((r) => r.backend === name && r.label.startsWith('adaptive') && r.limits.length > 0)
-      .map((r, i) => `<path d="${r.limits.map((l, k) => `${k ? 'L' : 'M'}${x(l.t)} ${y(l.limit)}`).join(' ')}" fill="none" stroke="${colors[i % colors.length]}" stroke-width="1.5"/><text x="${60 + i * 200}" y="${top + 34}" fill="${colors[i % colors.length]}" font-size="11">${r.label}</text>`)
-    const ticks = [0, 20, 40, 60].map((v) => `<text x="8" y="${y(v)}" font-size="10" fill="#556">${v}</text><line x1="40" x2="${W - 20}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`)
+      .map(
+        (r, i) =>
+          `<path d="${r.limits.map((l, k) => `${k ? 'L' : 'M'}${x(l.t)} ${y(l.limit)}`).join(' ')}" fill="none" stroke="${colors[i % colors.length]}" stroke-width="1.5"/><text x="${60 + i * 200}" y="${top + 34}" fill="${colors[i % colors.length]}" font-size="11">${r.label}</text>`,
+      )
+    const ticks = [0, 20, 40, 60].map(
+      (v) =>
+        `<text x="8" y="${y(v)}" font-size="10" fill="#556">${v}</text><line x1="40" x2="${W - 20}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`,
+    )
     return `${ticks.join('')}<text x="40" y="${top + 16}" font-size="13" font-weight="600" fill="#111">${name}: C = ${phases.join(' -> ')} (dashed), ${PHASE_S} s each</text><path d="${cPath}" fill="none" stroke="#9ca3af" stroke-width="3" stroke-dasharray="6 4"/>${lines.join('')}`
   })
   return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" font-family="system-ui,sans-serif"><rect width="${W}" height="${H}" fill="#fff"/>${panels.join('')}</svg>`
@@ -271,13 +353,18 @@ try {
   for (const backend of BACKENDS) for (const s of SHIELDS) results.push(await runRow(backend, s, redis?.url))
   const override = OVERRIDE ? await runOverride() : undefined
   console.log(`# The adaptive limit\n\n${describeMachine(machine())}`)
-  console.log(`${WORK_MS} ms per request up to C inside; ${CONNECTIONS} clients; ${PHASE_S} s a phase, counted from ${SETTLE_MS / 1000} s after each change; bars: failures <= 1 % of handler runs, goodput >= 0.85 of the ideal, p99 of good requests <= 2x unloaded\n`)
+  console.log(
+    `${WORK_MS} ms per request up to C inside; ${CONNECTIONS} clients; ${PHASE_S} s a phase, counted from ${SETTLE_MS / 1000} s after each change; bars: failures <= 1 % of handler runs, goodput >= 0.85 of the ideal, p99 of good requests <= 2x unloaded\n`,
+  )
   for (const name of new Set(results.map((r) => r.backend))) {
     const rows = results.filter((r) => r.backend === name)
     const table: (string | number)[][] = []
     rows[0]!.phases.forEach((p, i) => {
       table.push([`goodput / ideal, C=${p.capacity}`, ...rows.map((r) => fixed(r.phases[i]!.goodput, 2))])
-      table.push([`failed runs, C=${p.capacity}`, ...rows.map((r) => `${fixed(100 * r.phases[i]!.failureRate, 2)} % (${r.phases[i]!.failures})`)])
+      table.push([
+        `failed runs, C=${p.capacity}`,
+        ...rows.map((r) => `${fixed(100 * r.phases[i]!.failureRate, 2)} % (${r.phases[i]!.failures})`),
+      ])
       table.push([`good p99 ms, C=${p.capacity}`, ...rows.map((r) => fixed(r.phases[i]!.p99))])
     })
     table.push(['unloaded ms', ...rows.map((r) => fixed(r.unloadedMs, 1))])
@@ -286,14 +373,19 @@ try {
   }
   if (override) {
     const o = override
-    console.log(`## live limit held, then cleared\n\nhard cliff at C = 12, \`{ min: 5, max: 200 }\`, live limit 10 for ${HOLD_S} s, then cleared\n`)
+    console.log(
+      `## live limit held, then cleared\n\nhard cliff at C = 12, \`{ min: 5, max: 200 }\`, live limit 10 for ${HOLD_S} s, then cleared\n`,
+    )
     console.log(
       markdownTable(
         ['', 'figure'],
         [
           ['goodput / ideal while held (of 10)', fixed(o.held.goodput, 2)],
           ['adaptive figure when cleared', o.adaptiveAtClear ?? '-'],
-          ['failed runs, 5 s after the clear', `${fixed(100 * o.after.failureRate, 2)} % (${o.after.failures} of ${o.after.runs})`],
+          [
+            'failed runs, 5 s after the clear',
+            `${fixed(100 * o.after.failureRate, 2)} % (${o.after.failures} of ${o.after.runs})`,
+          ],
           [`goodput / ideal, ${SETTLE_MS / 1000}-${PHASE_S} s after the clear`, fixed(o.rest.goodput, 2)],
           ['highest limit in force after the clear', o.highestAfter],
           ['bar met (failures <= 2 % in the 5 s after)', o.met ? 'yes' : 'no'],
@@ -301,8 +393,16 @@ try {
       ),
     )
   }
-  if (process.env.BENCH_CHART !== '0' && results.some((r) => r.label.startsWith('adaptive'))) writeFileSync(new URL('../docs/benchmarks-adaptive.svg', import.meta.url), chart(results))
-  writeResults('adaptive', { phaseSeconds: PHASE_S, workMs: WORK_MS, connections: CONNECTIONS, visit: VISIT, rows: results, override: override ?? null })
+  if (process.env.BENCH_CHART !== '0' && results.some((r) => r.label.startsWith('adaptive')))
+    writeFileSync(new URL('../docs/benchmarks-adaptive.svg', import.meta.url), chart(results))
+  writeResults('adaptive', {
+    phaseSeconds: PHASE_S,
+    workMs: WORK_MS,
+    connections: CONNECTIONS,
+    visit: VISIT,
+    rows: results,
+    override: override ?? null,
+  })
 } finally {
   await stopChildren()
   await redis?.stop()

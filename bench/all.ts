@@ -21,20 +21,28 @@ const FILES: Record<string, string> = {
 }
 const wanted = process.env.BENCHES ? process.env.BENCHES.split(',').map((s) => s.trim()) : [...ALL]
 for (const w of wanted) {
-  if (!ALL.includes(w as (typeof ALL)[number])) throw new Error(`BENCHES: unknown bench '${w}'; known: ${ALL.join(', ')}`)
+  if (!ALL.includes(w as (typeof ALL)[number]))
+    throw new Error(`BENCHES: unknown bench '${w}'; known: ${ALL.join(', ')}`)
 }
-const env = { ...process.env, BENCH_RESULTS: process.env.BENCH_RESULTS ?? fileURLToPath(new URL('./results', import.meta.url)) }
+const env = {
+  ...process.env,
+  BENCH_RESULTS: process.env.BENCH_RESULTS ?? fileURLToPath(new URL('./results', import.meta.url)),
+}
 
 const times: [string, number, number | null][] = []
 const started = Date.now()
 for (const name of [...wanted, 'chart']) {
   console.log(`\n=== ${name} ===`)
   const t0 = Date.now()
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${FILES[name]}`, import.meta.url))], {
-    env,
-    stdio: 'inherit',
-    timeout: 10 * 60_000,
-  })
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL(`./${FILES[name]}`, import.meta.url))],
+    {
+      env,
+      stdio: 'inherit',
+      timeout: 10 * 60_000,
+    },
+  )
   times.push([name, (Date.now() - t0) / 1000, r.status])
 }
 const total = (Date.now() - started) / 1000

@@ -42,16 +42,22 @@ async function measure(send: Send): Promise<number> {
   return (process.memoryUsage().heapUsed - before) / N
 }
 
-const viaInject = (dispatch: Parameters<typeof inject>[0]): Send => async (cookie) => {
-  const r = await inject(dispatch, { url: '/', headers: cookie ? { cookie, accept: '*/*' } : { accept: '*/*' } })
-  const sc = r.headers['set-cookie']
-  return { status: r.statusCode, setCookie: sc === undefined ? [] : Array.isArray(sc) ? sc : [String(sc)] }
-}
-const viaFetch = (fetch: (r: Request) => Response | Promise<Response>): Send => async (cookie) => {
-  const r = await fetch(new Request('http://127.0.0.1/', { headers: cookie ? { cookie, accept: '*/*' } : { accept: '*/*' } }))
-  await r.text()
-  return { status: r.status, setCookie: r.headers.getSetCookie() }
-}
+const viaInject =
+  (dispatch: Parameters<typeof inject>[0]): Send =>
+  async (cookie) => {
+    const r = await inject(dispatch, { url: '/', headers: cookie ? { cookie, accept: '*/*' } : { accept: '*/*' } })
+    const sc = r.headers['set-cookie']
+    return { status: r.statusCode, setCookie: sc === undefined ? [] : Array.isArray(sc) ? sc : [String(sc)] }
+  }
+const viaFetch =
+  (fetch: (r: Request) => Response | Promise<Response>): Send =>
+  async (cookie) => {
+    const r = await fetch(
+      new Request('http://127.0.0.1/', { headers: cookie ? { cookie, accept: '*/*' } : { accept: '*/*' } }),
+    )
+    await r.text()
+    return { status: r.status, setCookie: r.headers.getSetCookie() }
+  }
 
 const scenarios: Record<string, () => Promise<Send>> = {
   // Fastify's own router behind light-my-request, as for Express and Koa (Fastify's inject wraps
@@ -124,6 +130,8 @@ if (json) {
 }
 for (const fw of ['fastify', 'express', 'koa', 'fetch', 'hono']) {
   if (out[`${fw} gate`] === undefined) continue
-  console.log(`${fw.padEnd(8)} empty ${String(out[`${fw} empty`]).padStart(6)} B/req  gate ${String(out[`${fw} gate`]).padStart(6)} B/req  the gate's own ${out[`${fw} gate`]! - out[`${fw} empty`]!} B/req`)
+  console.log(
+    `${fw.padEnd(8)} empty ${String(out[`${fw} empty`]).padStart(6)} B/req  gate ${String(out[`${fw} gate`]).padStart(6)} B/req  the gate's own ${out[`${fw} gate`]! - out[`${fw} empty`]!} B/req`,
+  )
 }
 process.exit(0)

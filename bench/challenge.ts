@@ -53,7 +53,11 @@ function startServer(): Promise<{ server: Server; url: string }> {
       res.end(renderChallengePage({ ...issued, noscriptDelay: 15_000, nonce: undefined }))
     }
   })
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` })))
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }),
+    ),
+  )
 }
 
 /** One visitor in a fresh context: ms from page sent to a verified solution. */
@@ -62,7 +66,10 @@ async function joinOnce(browser: Browser, base: string, difficulty: number): Pro
   const context = await browser.newContext()
   try {
     const solved = new Promise<number>((resolve, reject) => {
-      pending.set(visitor, { sent: 0, solved: (ms, verdict) => (verdict === 'ok' ? resolve(ms) : reject(new Error(`verdict ${verdict}`))) })
+      pending.set(visitor, {
+        sent: 0,
+        solved: (ms, verdict) => (verdict === 'ok' ? resolve(ms) : reject(new Error(`verdict ${verdict}`))),
+      })
     })
     const page = await context.newPage()
     await page.goto(`${base}?v=${visitor}&d=${difficulty}`)
@@ -82,7 +89,12 @@ const WEBCRYPTO_WORKER =
   'for(let i=0;i<256;i++)if(new DataView(r[i]).getUint32(0)<L)return postMessage(n+i)}}'
 
 /** One solve in one worker, timed in the page: the page's solver (plain JavaScript) or WebCrypto's way. */
-async function solverOnce(browser: Browser, base: string, difficulty: number, webCrypto: boolean): Promise<{ ms: number; tries: number }> {
+async function solverOnce(
+  browser: Browser,
+  base: string,
+  difficulty: number,
+  webCrypto: boolean,
+): Promise<{ ms: number; tries: number }> {
   const page = await browser.newPage()
   try {
     await page.goto(`${base}blank`)
@@ -109,12 +121,25 @@ try {
   for (let i = 0; i < RUNS; i++) for (const d of difficulties) times.get(d)!.push(await joinOnce(browser, url, d))
   const rows = difficulties.map((d) => {
     const t = times.get(d)!
-    return { difficulty: d, expectedTries: 2 ** d, medianMs: median(t), p90Ms: percentile(t, 90), maxMs: Math.max(...t) }
+    return {
+      difficulty: d,
+      expectedTries: 2 ** d,
+      medianMs: median(t),
+      p90Ms: percentile(t, 90),
+      maxMs: Math.max(...t),
+    }
   })
   console.log(
     markdownTable(
       ['page solves a challenge (Chromium)', '>bits', '>expected tries', '>median ms', '>p90 ms', '>max ms'],
-      rows.map((r) => [r.difficulty === BASE ? 'default' : `default ${r.difficulty > BASE ? '+' : ''}${r.difficulty - BASE}`, r.difficulty, r.expectedTries, fixed(r.medianMs), fixed(r.p90Ms), fixed(r.maxMs)]),
+      rows.map((r) => [
+        r.difficulty === BASE ? 'default' : `default ${r.difficulty > BASE ? '+' : ''}${r.difficulty - BASE}`,
+        r.difficulty,
+        r.expectedTries,
+        fixed(r.medianMs),
+        fixed(r.p90Ms),
+        fixed(r.maxMs),
+      ]),
     ),
   )
 
@@ -123,8 +148,18 @@ try {
     const runs: { ms: number; tries: number }[] = []
     for (let i = 0; i < RUNS; i++) runs.push(await solverOnce(browser, url, BASE, webCrypto))
     const rate = runs.reduce((a, r) => a + r.tries, 0) / (runs.reduce((a, r) => a + r.ms, 0) / 1000)
-    const path = webCrypto ? 'WebCrypto, 256 digests per Promise.all (not used)' : 'the page\'s solver (plain JavaScript)'
-    paths.push({ path, medianMs: median(runs.map((r) => r.ms)), p90Ms: percentile(runs.map((r) => r.ms), 90), triesPerSecond: rate })
+    const path = webCrypto
+      ? 'WebCrypto, 256 digests per Promise.all (not used)'
+      : "the page's solver (plain JavaScript)"
+    paths.push({
+      path,
+      medianMs: median(runs.map((r) => r.ms)),
+      p90Ms: percentile(
+        runs.map((r) => r.ms),
+        90,
+      ),
+      triesPerSecond: rate,
+    })
   }
   console.log(
     '\n' +

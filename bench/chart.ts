@@ -12,7 +12,15 @@ const resultsDir = process.env.BENCH_RESULTS ?? fileURLToPath(new URL('./results
 const outDir = process.env.CHART_DIR ?? fileURLToPath(new URL('../docs', import.meta.url))
 
 const esc = (s: string): string => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
-const COLORS = { blue: '#2f6fd6', light: '#9dbcf0', green: '#2e9e5b', grey: '#9aa1ad', red: '#d64545', orange: '#e0902f', ink: '#1d2330' }
+const COLORS = {
+  blue: '#2f6fd6',
+  light: '#9dbcf0',
+  green: '#2e9e5b',
+  grey: '#9aa1ad',
+  red: '#d64545',
+  orange: '#e0902f',
+  ink: '#1d2330',
+}
 const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"'
 
 function read<T>(name: string): T | undefined {
@@ -76,7 +84,10 @@ function barChart(opts: {
     out.push(`<text x="${left - 8}" y="${y + 15}" text-anchor="end" fill="${COLORS.ink}">${esc(b.label)}</text>`)
     let at = 0
     for (const s of b.segments) {
-      if (s.value > 0) out.push(`<rect x="${x(at)}" y="${y + 3}" width="${x(at + s.value) - x(at)}" height="16" fill="${s.color}"><title>${esc(s.label ?? '')} ${esc(opts.format(s.value))}</title></rect>`)
+      if (s.value > 0)
+        out.push(
+          `<rect x="${x(at)}" y="${y + 3}" width="${x(at + s.value) - x(at)}" height="16" fill="${s.color}"><title>${esc(s.label ?? '')} ${esc(opts.format(s.value))}</title></rect>`,
+        )
       at += s.value
     }
     out.push(`<text x="${x(at) + 6}" y="${y + 15}" fill="${COLORS.ink}">${esc(b.note ?? opts.format(at))}</text>`)
@@ -90,7 +101,10 @@ function barChart(opts: {
   let lx = 16
   const ly = height - 18
   for (const s of opts.legend) {
-    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${s.color}"/>`, `<text x="${lx + 18}" y="${ly}" fill="${COLORS.ink}">${esc(s.label ?? '')}</text>`)
+    out.push(
+      `<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${lx + 18}" y="${ly}" fill="${COLORS.ink}">${esc(s.label ?? '')}</text>`,
+    )
     lx += 30 + (s.label ?? '').length * 7
   }
   out.push('</svg>')
@@ -103,7 +117,8 @@ interface Machine {
   node: string
   redis?: string
 }
-const machineLine = (m: Machine): string => `${m.cpus} x ${m.model}, node ${m.node}${m.redis ? `, redis ${m.redis}` : ''}`
+const machineLine = (m: Machine): string =>
+  `${m.cpus} x ${m.model}, node ${m.node}${m.redis ? `, redis ${m.redis}` : ''}`
 
 function write(name: string, svg: string): void {
   mkdirSync(outDir, { recursive: true })
@@ -112,7 +127,11 @@ function write(name: string, svg: string): void {
   console.log(`chart: ${file}`)
 }
 
-const overhead = read<{ machine: Machine; settings: { connections: number }; rows: { name: string; ratio: number; cpuRatio: number }[] }>('overhead')
+const overhead = read<{
+  machine: Machine
+  settings: { connections: number }
+  rows: { name: string; ratio: number; cpuRatio: number }[]
+}>('overhead')
 if (overhead) {
   write(
     'benchmarks-overhead.svg',

@@ -32,5 +32,8 @@ const env = {
   BUILT: process.env.BUILT ?? '1',
   SCENARIOS: process.env.SCENARIOS ?? 'bare$|empty|pass holders, memory$|request mode, redis$',
 }
-const run = spawnSync(process.execPath, ['--import', 'tsx', new URL('./overhead.ts', import.meta.url).pathname], { env, stdio: 'inherit' })
+const run = spawnSync(process.execPath, ['--import', 'tsx', new URL('./overhead.ts', import.meta.url).pathname], {
+  env,
+  stdio: 'inherit',
+})
 process.exit(run.status ?? 1)

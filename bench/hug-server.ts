@@ -96,7 +96,9 @@ function ticketId(cookies: string | string[] | number | undefined): string | und
   return undefined
 }
 
-async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: FastifyInstance; counters: () => Counters; reset(): void }> {
+async function fragileSite(
+  shield?: AirlockShieldOptions,
+): Promise<{ app: FastifyInstance; counters: () => Counters; reset(): void }> {
   let c = fresh()
   let inFlight = 0
   const app = Fastify({ logger: false, keepAliveTimeout: 60_000 })
@@ -128,7 +130,8 @@ async function fragileSite(shield?: AirlockShieldOptions): Promise<{ app: Fastif
   }
   app.addHook('onResponse', async (request, reply) => {
     c.status[reply.statusCode] = (c.status[reply.statusCode] ?? 0) + 1
-    if (reply.statusCode === 200 && request.method === 'GET') c.pageMs.push(performance.now() - (arrivedAt.get(request) ?? performance.now()))
+    if (reply.statusCode === 200 && request.method === 'GET')
+      c.pageMs.push(performance.now() - (arrivedAt.get(request) ?? performance.now()))
   })
   app.get('/', async (request, reply) => {
     const counters = c
@@ -194,12 +197,23 @@ const sites = {
 const dashboardPort = process.env.DASHBOARD_PORT
 if (dashboardPort !== undefined) {
   const token = process.env.AIRLOCK_DASHBOARD_TOKEN ?? randomBytes(18).toString('hex')
-  const dashboard = createDashboard({ token, store: hugStore, names: ['request-redis', 'session-redis', 'queue-redis'], logger: { warn: () => {} } })
+  const dashboard = createDashboard({
+    token,
+    store: hugStore,
+    names: ['request-redis', 'session-redis', 'queue-redis'],
+    logger: { warn: () => {} },
+  })
   const server = createServer((req, res) => dashboard.handle(req, res))
-  server.listen(Number(dashboardPort), '127.0.0.1', () => console.error(`dashboard: http://127.0.0.1:${dashboardPort}/?token=${token}`))
+  server.listen(Number(dashboardPort), '127.0.0.1', () =>
+    console.error(`dashboard: http://127.0.0.1:${dashboardPort}/?token=${token}`),
+  )
   server.unref()
 }
-console.log(JSON.stringify(Object.fromEntries(Object.entries(sites).map(([k, s]) => [k, (s.app.server.address() as { port: number }).port]))))
+console.log(
+  JSON.stringify(
+    Object.fromEntries(Object.entries(sites).map(([k, s]) => [k, (s.app.server.address() as { port: number }).port])),
+  ),
+)
 
 const loop = monitorEventLoopDelay({ resolution: 10 })
 loop.enable()

@@ -35,7 +35,17 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
 import { startRedis } from '../test/helpers/redis.js'
 import type { Counters } from './hug-server.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, mean, percentile, redisVersion, writeResults } from './lib.js'
+import {
+  describeMachine,
+  envNumber,
+  fixed,
+  machine,
+  markdownTable,
+  mean,
+  percentile,
+  redisVersion,
+  writeResults,
+} from './lib.js'
 
 const VISITORS = envNumber('VISITORS', 2000)
 const SECONDS = envNumber('SECONDS', 10)
@@ -69,7 +79,9 @@ function openFileLimit(): number | undefined {
 }
 const fdLimit = openFileLimit()
 if (fdLimit !== undefined && fdLimit < VISITORS + 256) {
-  throw new Error(`VISITORS=${VISITORS} needs about ${VISITORS + 256} open files here and in the server, but ulimit -n is ${fdLimit}: raise it (ulimit -n 20000) or lower VISITORS`)
+  throw new Error(
+    `VISITORS=${VISITORS} needs about ${VISITORS + 256} open files here and in the server, but ulimit -n is ${fdLimit}: raise it (ulimit -n 20000) or lower VISITORS`,
+  )
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -140,7 +152,14 @@ class Run {
     for (const a of this.agents) a.destroy()
   }
 
-  send(agent: Agent, method: string, path: string, jar: Jar, headers: Record<string, string>, patienceMs?: number): Promise<Answer> {
+  send(
+    agent: Agent,
+    method: string,
+    path: string,
+    jar: Jar,
+    headers: Record<string, string>,
+    patienceMs?: number,
+  ): Promise<Answer> {
     return new Promise((resolve) => {
       const t0 = performance.now()
       const cookie = jar.header()
@@ -154,10 +173,13 @@ class Run {
       })
       this.open.add(req)
       let gaveUp = false
-      const timer = patienceMs === undefined ? undefined : setTimeout(() => {
-        gaveUp = true
-        req.destroy()
-      }, patienceMs)
+      const timer =
+        patienceMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              gaveUp = true
+              req.destroy()
+            }, patienceMs)
       const done = (a: Answer): void => {
         clearTimeout(timer)
         this.open.delete(req)
@@ -172,10 +194,22 @@ class Run {
       req.on('response', (res) => {
         jar.store(res.headers['set-cookie'])
         res.on('data', () => {})
-        res.on('end', () => done({ kind: 'answer', status: res.statusCode ?? 0, ms: performance.now() - t0, headers: res.headers }))
-        res.on('error', () => done(gaveUp ? { kind: 'aborted' } : this.cutting ? { kind: 'cut' } : { kind: 'error', code: 'response' }))
+        res.on('end', () =>
+          done({ kind: 'answer', status: res.statusCode ?? 0, ms: performance.now() - t0, headers: res.headers }),
+        )
+        res.on('error', () =>
+          done(gaveUp ? { kind: 'aborted' } : this.cutting ? { kind: 'cut' } : { kind: 'error', code: 'response' }),
+        )
       })
-      req.on('error', (err: NodeJS.ErrnoException) => done(gaveUp ? { kind: 'aborted' } : this.cutting ? { kind: 'cut' } : { kind: 'error', code: err.code ?? err.message }))
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        done(
+          gaveUp
+            ? { kind: 'aborted' }
+            : this.cutting
+              ? { kind: 'cut' }
+              : { kind: 'error', code: err.code ?? err.message },
+        ),
+      )
       req.end()
     })
   }
@@ -206,7 +240,14 @@ async function visit(run: Run, agent: Agent): Promise<'left' | 'done' | 'over'> 
     return outcome
   }
   while (!run.over()) {
-    const a = await run.send(agent, 'GET', '/', jar, polling ? POLL : GET_HTML, impatient ? uniform(10, 100) : undefined)
+    const a = await run.send(
+      agent,
+      'GET',
+      '/',
+      jar,
+      polling ? POLL : GET_HTML,
+      impatient ? uniform(10, 100) : undefined,
+    )
     if (a.kind === 'cut') {
       run.cut++
       return settle('over')
@@ -340,7 +381,11 @@ async function redisUsage(): Promise<{ scripts: number; scriptUsec: number; cpuU
   await redisInfo.config('RESETSTAT')
   const script = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(commands)
   const get = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0)
-  return { scripts: Number(script?.[1] ?? 0), scriptUsec: Number(script?.[2] ?? 0), cpuUs: (get('used_cpu_user') + get('used_cpu_sys')) * 1e6 }
+  return {
+    scripts: Number(script?.[1] ?? 0),
+    scriptUsec: Number(script?.[2] ?? 0),
+    cpuUs: (get('used_cpu_user') + get('used_cpu_sys')) * 1e6,
+  }
 }
 
 /** Unloaded latency: one visitor, UNLOADED_PAGES sequential pages, then done. */
@@ -352,7 +397,8 @@ async function unloaded(app: string): Promise<number[]> {
   const ms: number[] = []
   for (let i = 0; i < UNLOADED_PAGES; i++) {
     const a = await run.send(agent, 'GET', '/', jar, GET_HTML)
-    if (a.kind !== 'answer' || a.status !== 200) throw new Error(`unloaded ${app}: ${a.kind === 'answer' ? a.status : a.kind}`)
+    if (a.kind !== 'answer' || a.status !== 200)
+      throw new Error(`unloaded ${app}: ${a.kind === 'answer' ? a.status : a.kind}`)
     ms.push(a.ms)
   }
   await run.send(agent, 'POST', '/done', jar, {})
@@ -364,7 +410,13 @@ const unloadedMs: Record<string, number[]> = {}
 for (const s of SCENARIOS) unloadedMs[s.app] = await unloaded(s.app)
 
 /** One scenario's figures, from what the visitors saw and what the server counted. */
-function summarize(s: (typeof SCENARIOS)[number], run: Run, server: ServerStats, elapsed: number, clientLoopP99: number) {
+function summarize(
+  s: (typeof SCENARIOS)[number],
+  run: Run,
+  server: ServerStats,
+  elapsed: number,
+  clientLoopP99: number,
+) {
   const st = server.stats[s.app]!
   const answers = Object.values(run.status).reduce((a, b) => a + b, 0)
   const arrival = new Map(st.arrivals.map((id, i) => [id, i]))
@@ -386,13 +438,24 @@ function summarize(s: (typeof SCENARIOS)[number], run: Run, server: ServerStats,
     visitorsBad: run.visitorsBad,
     visitorsWithPage: run.visitorsWithPage,
     visitorsOnlyBusy: run.visitorsOnlyBusy,
-    backend: { requests: st.backend, ok: st.backend200, errors500: st.backend500, maxInFlight: st.maxInFlight, failOpen: st.failOpen },
+    backend: {
+      requests: st.backend,
+      ok: st.backend200,
+      errors500: st.backend500,
+      maxInFlight: st.maxInFlight,
+      failOpen: st.failOpen,
+    },
     backend500Share: st.backend500 / Math.max(1, st.backend),
     slotsHeldMean: mean(st.held),
     toHandlerMs: { p50: percentile(st.toHandlerMs, 50), p99: percentile(st.toHandlerMs, 99) },
     serverPageMs: { p50: percentile(st.pageMs, 50), p90: percentile(st.pageMs, 90), p99: percentile(st.pageMs, 99) },
     lineMean: mean(st.waiting),
-    pageMs: { p50: percentile(run.pageMs, 50), p90: percentile(run.pageMs, 90), p99: percentile(run.pageMs, 99), max: Math.max(0, ...run.pageMs) },
+    pageMs: {
+      p50: percentile(run.pageMs, 50),
+      p90: percentile(run.pageMs, 90),
+      p99: percentile(run.pageMs, 99),
+      max: Math.max(0, ...run.pageMs),
+    },
     unloadedMs: { p50: percentile(unloadedMs[s.app]!, 50), p99: percentile(unloadedMs[s.app]!, 99) },
     clientLoopP99: clientLoopP99,
     serverLoopP99: server.loopDelayP99,
@@ -414,7 +477,9 @@ function summarize(s: (typeof SCENARIOS)[number], run: Run, server: ServerStats,
   }
 }
 
-const results: (ReturnType<typeof summarize> & { redis: { scriptsPerSecond: number; usecPerScript: number; cpuShare: number } })[] = []
+const results: (ReturnType<typeof summarize> & {
+  redis: { scriptsPerSecond: number; usecPerScript: number; cpuShare: number }
+})[] = []
 for (const s of SCENARIOS) {
   await ask('reset')
   const redis0 = await redisUsage()
@@ -483,9 +548,18 @@ const rowsOf: [string, (r: (typeof results)[number]) => string | number][] = [
   ['page latency p50 ms', (r) => ms(r.pageMs.p50)],
   ['page latency p90 ms', (r) => ms(r.pageMs.p90)],
   ['page latency p99 ms', (r) => ms(r.pageMs.p99)],
-  ['server: page time p50 / p90 / p99 ms', (r) => `${ms(r.serverPageMs.p50)} / ${ms(r.serverPageMs.p90)} / ${ms(r.serverPageMs.p99)}`],
+  [
+    'server: page time p50 / p90 / p99 ms',
+    (r) => `${ms(r.serverPageMs.p50)} / ${ms(r.serverPageMs.p90)} / ${ms(r.serverPageMs.p99)}`,
+  ],
   ['server: request to handler p50 / p99 ms', (r) => `${fixed(r.toHandlerMs.p50, 1)} / ${fixed(r.toHandlerMs.p99, 1)}`],
-  ['redis: scripts/s, µs each, CPU of one core', (r) => (r.app.endsWith('redis') ? `${fixed(r.redis.scriptsPerSecond)}, ${fixed(r.redis.usecPerScript, 1)}, ${pct(r.redis.cpuShare)}` : '-')],
+  [
+    'redis: scripts/s, µs each, CPU of one core',
+    (r) =>
+      r.app.endsWith('redis')
+        ? `${fixed(r.redis.scriptsPerSecond)}, ${fixed(r.redis.usecPerScript, 1)}, ${pct(r.redis.cpuShare)}`
+        : '-',
+  ],
   ['event loop delay p99 ms (server / client)', (r) => `${ms(r.serverLoopP99)} / ${ms(r.clientLoopP99)}`],
 ]
 const markdown = markdownTable(
@@ -508,7 +582,10 @@ if (q?.queue) {
       ['still waiting at the end', `${x.stillWaiting} (waited up to ${fixed(x.stillWaitingMaxMs / 1000, 1)} s)`],
       ['picked up their slot out of arrival order (pairs)', `${x.inversions} of ${x.pairs}`],
       ['most later arrivals one visitor saw get in first', `${x.maxDisplacement} (limit ${LIMIT})`],
-      ['wait p50 / p90 / max (s)', `${fixed(x.waitMs.p50 / 1000, 1)} / ${fixed(x.waitMs.p90 / 1000, 1)} / ${fixed(x.waitMs.max / 1000, 1)}`],
+      [
+        'wait p50 / p90 / max (s)',
+        `${fixed(x.waitMs.p50 / 1000, 1)} / ${fixed(x.waitMs.p90 / 1000, 1)} / ${fixed(x.waitMs.max / 1000, 1)}`,
+      ],
     ],
   )
   console.log(`\n${queueMarkdown}`)
@@ -517,16 +594,29 @@ if (q?.queue) {
 const a = results.find((r) => r.app === 'unshielded')
 const shielded = results.filter((r) => r.app !== 'unshielded')
 console.log('\ntargets:')
-if (a) console.log(`- without the shield, >= 90 % of backend answers are 500s: ${pct(a.backend500Share)} ${a.backend500Share >= 0.9 ? 'met' : 'MISSED'}`)
+if (a)
+  console.log(
+    `- without the shield, >= 90 % of backend answers are 500s: ${pct(a.backend500Share)} ${a.backend500Share >= 0.9 ? 'met' : 'MISSED'}`,
+  )
 for (const r of shielded) {
   const ok = r.backend.errors500 === 0 && r.visitorsBad === 0
-  console.log(`- ${r.label}: ${r.backend.errors500} backend 500s, ${r.visitorsBad} visitors saw a 500 or an error: ${ok ? 'met' : 'MISSED'}`)
+  console.log(
+    `- ${r.label}: ${r.backend.errors500} backend 500s, ${r.visitorsBad} visitors saw a 500 or an error: ${ok ? 'met' : 'MISSED'}`,
+  )
 }
 
 const elapsedSeconds = (performance.now() - started) / 1000
 const file = writeResults('hug', {
   machine: m,
-  settings: { visitors: VISITORS, seconds: SECONDS, ramp: RAMP, abortShare: ABORT_SHARE, capacity: CAPACITY, limit: LIMIT, workMs: WORK_MS },
+  settings: {
+    visitors: VISITORS,
+    seconds: SECONDS,
+    ramp: RAMP,
+    abortShare: ABORT_SHARE,
+    capacity: CAPACITY,
+    limit: LIMIT,
+    workMs: WORK_MS,
+  },
   rows: results,
   markdown: queueMarkdown ? `${markdown}\n\n${queueMarkdown}` : markdown,
   elapsedSeconds,

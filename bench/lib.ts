@@ -82,7 +82,11 @@ export function writeResults(name: string, data: object): string | undefined {
 }
 
 /** Stops a child process (SIGTERM) and resolves once it has exited. */
-export function stopChild(child: { exitCode: number | null; once(event: 'exit', fn: () => void): unknown; kill(signal: NodeJS.Signals): unknown }): Promise<void> {
+export function stopChild(child: {
+  exitCode: number | null
+  once(event: 'exit', fn: () => void): unknown
+  kill(signal: NodeJS.Signals): unknown
+}): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve()
   return new Promise<void>((done) => {
     child.once('exit', () => done())

@@ -45,7 +45,8 @@ const airlock = await from<(options: object) => AirlockMiddleware>('express', 'a
 const memoryStore = await from<typeof MemoryStore>('index', 'memoryStore')
 const redisStoreOf = await from<typeof RedisStoreFactory>('redis', 'redisStore')
 // Two trees on one Redis keep apart: their scripts may read each other's keys differently.
-const redisStore = (options: { client: Redis }) => redisStoreOf({ ...options, prefix: process.env.AIRLOCK_SRC ? 'compare' : 'airlock' })
+const redisStore = (options: { client: Redis }) =>
+  redisStoreOf({ ...options, prefix: process.env.AIRLOCK_SRC ? 'compare' : 'airlock' })
 
 const SECRET = 'bench-secret-that-is-at-least-32-bytes'
 /** High enough never to trip with the bench's connections: we measure the cost, not the limiting. */
@@ -77,7 +78,9 @@ async function fastifySite(setup?: (app: FastifyInstance) => Promise<void>): Pro
   return { framework: 'fastify', port: (app.server.address() as { port: number }).port, close: () => app.close() }
 }
 
-async function expressSite(setup?: (app: express.Express) => AirlockMiddleware | undefined): Promise<Omit<App, 'pass'>> {
+async function expressSite(
+  setup?: (app: express.Express) => AirlockMiddleware | undefined,
+): Promise<Omit<App, 'pass'>> {
   const app = express()
   const gate = setup?.(app)
   app.get('/', (_req, res) => {
@@ -98,7 +101,11 @@ async function expressSite(setup?: (app: express.Express) => AirlockMiddleware |
 }
 
 /** Listens on a loopback port; `close` stops the server and then `gate`. */
-async function served(framework: Framework, server: Server, gate?: { close(): Promise<void> }): Promise<Omit<App, 'pass'>> {
+async function served(
+  framework: Framework,
+  server: Server,
+  gate?: { close(): Promise<void> },
+): Promise<Omit<App, 'pass'>> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     framework,
@@ -117,14 +124,25 @@ const honoAirlock = () => from<typeof HonoAirlock>('hono', 'airlock')
 const koaAirlock = () => from<typeof KoaAirlock>('koa', 'airlock')
 
 /** A plain fetch handler on @hono/node-server (no framework): as `Bun.serve` or `Deno.serve` would be given it. */
-async function fetchSite(gate?: Pick<ReturnType<typeof FetchAirlock>, 'wrap'> & Partial<Pick<ReturnType<typeof FetchAirlock>, 'close'>>): Promise<Omit<App, 'pass'>> {
+async function fetchSite(
+  gate?: Pick<ReturnType<typeof FetchAirlock>, 'wrap'> & Partial<Pick<ReturnType<typeof FetchAirlock>, 'close'>>,
+): Promise<Omit<App, 'pass'>> {
   const hello = (_request: Request, _env: unknown): Response => new Response('hello world')
-  return served('fetch', createAdaptorServer({ fetch: gate ? gate.wrap(hello) : hello }) as Server, gate?.close ? { close: gate.close } : undefined)
+  return served(
+    'fetch',
+    createAdaptorServer({ fetch: gate ? gate.wrap(hello) : hello }) as Server,
+    gate?.close ? { close: gate.close } : undefined,
+  )
 }
 
 // The floor under each gate row: a middleware of the same shape that does nothing, so a row can be
 // read against what any middleware costs on that framework (the gate's own cost is the difference).
-const emptyFetchWrap = { wrap: <C extends unknown[]>(h: (r: Request, ...c: C) => Response | Promise<Response>) => (r: Request, ...c: C) => h(r, ...c) }
+const emptyFetchWrap = {
+  wrap:
+    <C extends unknown[]>(h: (r: Request, ...c: C) => Response | Promise<Response>) =>
+    (r: Request, ...c: C) =>
+      h(r, ...c),
+}
 const emptyHono = async (_c: unknown, next: () => Promise<void>): Promise<void> => {
   await next()
 }
@@ -140,7 +158,11 @@ async function honoSite(gate?: ReturnType<typeof HonoAirlock> | typeof emptyHono
   const app = new Hono()
   if (gate) app.use(gate as ReturnType<typeof HonoAirlock>)
   app.get('/', (c) => c.text('hello world'))
-  return served('hono', createAdaptorServer({ fetch: app.fetch }) as Server, gate === emptyHono ? undefined : (gate as ReturnType<typeof HonoAirlock> | undefined))
+  return served(
+    'hono',
+    createAdaptorServer({ fetch: app.fetch }) as Server,
+    gate === emptyHono ? undefined : (gate as ReturnType<typeof HonoAirlock> | undefined),
+  )
 }
 
 async function koaSite(gate?: ReturnType<typeof KoaAirlock> | typeof emptyKoa): Promise<Omit<App, 'pass'>> {
@@ -149,7 +171,11 @@ async function koaSite(gate?: ReturnType<typeof KoaAirlock> | typeof emptyKoa): 
   app.use((ctx) => {
     if (ctx.path === '/') ctx.body = 'hello world'
   })
-  return served('koa', createServer(app.callback()), gate === emptyKoa ? undefined : (gate as ReturnType<typeof KoaAirlock> | undefined))
+  return served(
+    'koa',
+    createServer(app.callback()),
+    gate === emptyKoa ? undefined : (gate as ReturnType<typeof KoaAirlock> | undefined),
+  )
 }
 
 function use(app: express.Express, gate: AirlockMiddleware): AirlockMiddleware {
@@ -177,15 +203,23 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   'fastify + empty hooks (onRequest, onSend)': [false, () => fastifySite(emptyFastifyHooks)],
   'fastify + gate, pass holders, memory': [
     true,
-    () => fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET }))),
+    () =>
+      fastifySite(
+        async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET })),
+      ),
   ],
   'fastify + gate, pass holders, memory, prometheus metrics': [
     true,
     () =>
       fastifySite(async (app) => {
         // airlock-shield/prometheus on prom-client: a counter per decision (and the gauges at scrape time).
-        const { airlockMetrics } = (await import(`${src}/prometheus.ts`).catch(() => ({}))) as { airlockMetrics?: (o: object) => unknown }
-        if (!airlockMetrics) throw new Error('this tree has no prometheus module (COMPARE with an older commit: filter it out with SCENARIOS)')
+        const { airlockMetrics } = (await import(`${src}/prometheus.ts`).catch(() => ({}))) as {
+          airlockMetrics?: (o: object) => unknown
+        }
+        if (!airlockMetrics)
+          throw new Error(
+            'this tree has no prometheus module (COMPARE with an older commit: filter it out with SCENARIOS)',
+          )
         airlockMetrics({ registry: new Registry() })
         await app.register(airlockShield, { limit: LIMIT, store: memoryStore(), secret: SECRET })
       }),
@@ -202,11 +236,26 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   'fastify + gate, pass holders, redis': [
     true,
     () =>
-      fastifySite(async (app) => void (await app.register(airlockShield, { limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
+      fastifySite(
+        async (app) =>
+          void (await app.register(airlockShield, {
+            limit: LIMIT,
+            store: redisStore({ client: redis() }),
+            secret: SECRET,
+          })),
+      ),
   ],
   'fastify + gate, request mode, redis': [
     false,
-    () => fastifySite(async (app) => void (await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis() }) }))),
+    () =>
+      fastifySite(
+        async (app) =>
+          void (await app.register(airlockShield, {
+            mode: 'request',
+            limit: LIMIT,
+            store: redisStore({ client: redis() }),
+          })),
+      ),
   ],
   'fastify + gate, request mode, redis, auto-pipelining': [
     false,
@@ -214,7 +263,11 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
       fastifySite(async (app) => {
         // The same on an ioredis client with enableAutoPipelining: commands issued in one turn of the
         // event loop share one socket write.
-        await app.register(airlockShield, { mode: 'request', limit: LIMIT, store: redisStore({ client: redis({ enableAutoPipelining: true }) }) })
+        await app.register(airlockShield, {
+          mode: 'request',
+          limit: LIMIT,
+          store: redisStore({ client: redis({ enableAutoPipelining: true }) }),
+        })
       }),
   ],
   'fastify + redis-semaphore per request': [false, () => fastifySite(redisSemaphoreGate)],
@@ -250,17 +303,27 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
   ],
   'express + gate, pass holders, redis': [
     true,
-    () => expressSite((app) => use(app, airlock({ limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
+    () =>
+      expressSite((app) => use(app, airlock({ limit: LIMIT, store: redisStore({ client: redis() }), secret: SECRET }))),
   ],
   'fetch bare': [false, () => fetchSite()],
   'fetch + empty wrapper': [false, () => fetchSite(emptyFetchWrap)],
-  'fetch + gate, pass holders, memory': [true, async () => fetchSite((await fetchAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
+  'fetch + gate, pass holders, memory': [
+    true,
+    async () => fetchSite((await fetchAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
+  ],
   'hono bare': [false, () => honoSite()],
   'hono + empty middleware': [false, () => honoSite(emptyHono)],
-  'hono + gate, pass holders, memory': [true, async () => honoSite((await honoAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
+  'hono + gate, pass holders, memory': [
+    true,
+    async () => honoSite((await honoAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
+  ],
   'koa bare': [false, () => koaSite()],
   'koa + empty middleware': [false, () => koaSite(emptyKoa)],
-  'koa + gate, pass holders, memory': [true, async () => koaSite((await koaAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET }))],
+  'koa + gate, pass holders, memory': [
+    true,
+    async () => koaSite((await koaAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
+  ],
 }
 
 if (process.env.LIST) {
@@ -273,7 +336,13 @@ for (const [name, [pass, make]] of Object.entries(scenarios)) {
   if (exact !== undefined ? name !== exact : only && !only.test(name)) continue
   apps[name] = { ...(await make()), pass }
 }
-console.log(JSON.stringify(Object.fromEntries(Object.entries(apps).map(([k, a]) => [k, { port: a.port, framework: a.framework, pass: a.pass }]))))
+console.log(
+  JSON.stringify(
+    Object.fromEntries(
+      Object.entries(apps).map(([k, a]) => [k, { port: a.port, framework: a.framework, pass: a.pass }]),
+    ),
+  ),
+)
 
 // The bench asks for this process's CPU time around each run (CPU per request is robust to a noisy machine).
 process.on('message', () => {

@@ -28,7 +28,17 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, mean, median, redisVersion, writeResults } from './lib.js'
+import {
+  describeMachine,
+  envNumber,
+  fixed,
+  machine,
+  markdownTable,
+  mean,
+  median,
+  redisVersion,
+  writeResults,
+} from './lib.js'
 
 const ROUNDS = envNumber('ROUNDS', 3)
 const SECONDS = envNumber('SECONDS', 2)
@@ -88,26 +98,35 @@ const hasTaskset = (() => {
   }
 })()
 const pinServer = process.env.PIN !== '0' && cores >= 2 && hasTaskset ? String(cores - 1) : undefined
-if (pinServer !== undefined) execFileSync('taskset', ['-pc', `0-${cores - 2}`, String(process.pid)], { stdio: 'ignore' })
+if (pinServer !== undefined)
+  execFileSync('taskset', ['-pc', `0-${cores - 2}`, String(process.pid)], { stdio: 'ignore' })
 
 /** Starts one scenario's server process (a `name @ref` one on the COMPARE tree); resolves once it listens. */
 function startServer(name: string): Promise<Target> {
   const other = compare !== undefined && name.endsWith(suffix)
   const scenario = other ? name.slice(0, -suffix.length) : name
-  const [command, args] = pinServer ? ['taskset', ['-c', pinServer, process.execPath, ...serverArgs, serverScript]] : [process.execPath, [...serverArgs, serverScript]]
+  const [command, args] = pinServer
+    ? ['taskset', ['-c', pinServer, process.execPath, ...serverArgs, serverScript]]
+    : [process.execPath, [...serverArgs, serverScript]]
   const server = spawn(command, args, {
     env: { ...serverEnv, SCENARIO: scenario, ...(other ? { AIRLOCK_SRC: compareSrc } : {}) },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   })
   return new Promise((resolve, reject) => {
-    createInterface({ input: server.stdout! }).once('line', (line) => resolve({ ...JSON.parse(line)[scenario], server }))
+    createInterface({ input: server.stdout! }).once('line', (line) =>
+      resolve({ ...JSON.parse(line)[scenario], server }),
+    )
     server.once('exit', (code) => reject(new Error(`server for '${name}' exited with ${code}`)))
   })
 }
 
-const listed: string[] = JSON.parse(execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString())
+const listed: string[] = JSON.parse(
+  execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString(),
+)
 // Each gated scenario right before its twin on the COMPARE tree, so drift hits both alike.
-const names = listed.flatMap((name) => (compare && name.includes('+ gate') && !/metrics|subscriber/.test(name) ? [name, name + suffix] : [name]))
+const names = listed.flatMap((name) =>
+  compare && name.includes('+ gate') && !/metrics|subscriber/.test(name) ? [name, name + suffix] : [name],
+)
 const targets: Record<string, Target> = {}
 // One at a time: a cold start (tsx compiling) would otherwise slow the others' starts.
 for (const name of names) targets[name] = await startServer(name)
@@ -148,7 +167,13 @@ let sameSize: string | undefined
 
 /** `rate`: requests a second, all connections together (0: as fast as the server answers). */
 function load(name: string, seconds: number, headers: Record<string, string>, rate = RATE): Promise<autocannon.Result> {
-  return autocannon({ url: `http://127.0.0.1:${targets[name]!.port}/`, connections: CONNECTIONS, duration: seconds, headers, ...(rate > 0 ? { overallRate: rate } : {}) })
+  return autocannon({
+    url: `http://127.0.0.1:${targets[name]!.port}/`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers,
+    ...(rate > 0 ? { overallRate: rate } : {}),
+  })
 }
 
 /** CPU time (µs) used so far by a scenario's server process: user + system, and user alone. */
@@ -209,7 +234,9 @@ const samples: Record<string, Sample[]> = {}
  */
 const TOGETHER = process.env.TOGETHER === '1'
 const groups: string[][] = TOGETHER
-  ? [...new Set(Object.values(targets).map((t) => t.framework))].map((fw) => Object.keys(targets).filter((name) => targets[name]!.framework === fw))
+  ? [...new Set(Object.values(targets).map((t) => t.framework))].map((fw) =>
+      Object.keys(targets).filter((name) => targets[name]!.framework === fw),
+    )
   : Object.keys(targets).map((name) => [name])
 
 for (let round = 0; round < ROUNDS; round++) {
@@ -313,9 +340,28 @@ function paired(a: string, b: string, key: 'cpu' | 'userCpu'): number {
 }
 
 const m = machine(await redisVersion(redisClient))
-console.log(`\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; measured: ${measured}\n`)
+console.log(
+  `\n${describeMachine(m)}; ${ROUNDS} rounds x ${SECONDS} s, ${CONNECTIONS} connections; measured: ${measured}\n`,
+)
 const markdown = markdownTable(
-  ['scenario', '>req/s', '>x bare', '>p50 ms', '>p99 ms', '>mean ms', '>server CPU µs/req', '>x bare (CPU)', '>CPU over bare', '>CPU over empty middleware', '>user CPU µs/req', '>user CPU over bare', '>user CPU over empty middleware', '>redis CPU µs/req', '>non-2xx', 'runs (req/s)'],
+  [
+    'scenario',
+    '>req/s',
+    '>x bare',
+    '>p50 ms',
+    '>p99 ms',
+    '>mean ms',
+    '>server CPU µs/req',
+    '>x bare (CPU)',
+    '>CPU over bare',
+    '>CPU over empty middleware',
+    '>user CPU µs/req',
+    '>user CPU over bare',
+    '>user CPU over empty middleware',
+    '>redis CPU µs/req',
+    '>non-2xx',
+    'runs (req/s)',
+  ],
   table.map((r) => [
     r.name,
     Math.round(r.rps),
@@ -350,10 +396,26 @@ if (compared.length > 0) {
   console.log(`\nNow against ${compare} (same run; the median over rounds of each round's ratio):`)
   console.log(
     markdownTable(
-      ['scenario', '>server CPU µs/req', `>at ${compare}`, '>ratio', '>user CPU µs/req', `>at ${compare}`, '>ratio (user)'],
+      [
+        'scenario',
+        '>server CPU µs/req',
+        `>at ${compare}`,
+        '>ratio',
+        '>user CPU µs/req',
+        `>at ${compare}`,
+        '>ratio (user)',
+      ],
       compared.map((r) => {
         const then = table.find((t) => t.name === r.name + suffix)!
-        return [r.name, fixed(r.cpu, 1), fixed(then.cpu, 1), `${fixed(paired(r.name, then.name, 'cpu'), 2)}x`, fixed(r.userCpu, 1), fixed(then.userCpu, 1), `${fixed(paired(r.name, then.name, 'userCpu'), 2)}x`]
+        return [
+          r.name,
+          fixed(r.cpu, 1),
+          fixed(then.cpu, 1),
+          `${fixed(paired(r.name, then.name, 'cpu'), 2)}x`,
+          fixed(r.userCpu, 1),
+          fixed(then.userCpu, 1),
+          `${fixed(paired(r.name, then.name, 'userCpu'), 2)}x`,
+        ]
       }),
     ),
   )
@@ -362,9 +424,12 @@ console.log('\nRedis commands per request (server-side µs per call, INFO comman
 for (const r of table) {
   const cmds = Object.entries(r.redisCommands)
   if (cmds.length === 0) continue
-  console.log(`- ${r.name}: ${cmds.map(([k, v]) => `${k} ${v.perRequest.toFixed(2)} (${v.usecPerCall.toFixed(1)} µs)`).join(', ')}`)
+  console.log(
+    `- ${r.name}: ${cmds.map(([k, v]) => `${k} ${v.perRequest.toFixed(2)} (${v.usecPerCall.toFixed(1)} µs)`).join(', ')}`,
+  )
 }
-for (const r of table) if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
+for (const r of table)
+  if (r.non2xx + r.errors > 0) console.warn(`warning: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors/timeouts`)
 const file = writeResults('overhead', {
   machine: m,
   settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, compare, measured },

@@ -30,7 +30,16 @@ import { NJS_MODULE, njsSettings } from '../src/connector/njs.js'
 import { hasCaddy, startCaddy } from '../test/helpers/caddy.js'
 import { hasNginx, hasNjs, startNginxWith } from '../test/helpers/nginx.js'
 import { hasPdoSqlite, hasPhpFpm, startPhpFpm, type PhpFpm } from '../test/helpers/php-fpm.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, percentile, stopChild, writeResults } from './lib.js'
+import {
+  describeMachine,
+  envNumber,
+  fixed,
+  machine,
+  markdownTable,
+  percentile,
+  stopChild,
+  writeResults,
+} from './lib.js'
 
 const SECONDS = envNumber('SECONDS', 20)
 const CROWD = envNumber('CROWD', 500)
@@ -90,7 +99,15 @@ class Visitor {
 
   async get(path: string, poll = false): Promise<{ status: number; body: string; retryAfter: number }> {
     const t0 = performance.now()
-    const r = await this.client.request({ method: 'GET', path, headers: { accept: poll ? 'application/json' : 'text/html', cookie: this.cookie(), ...(poll ? { 'x-airlock-poll': '1' } : {}) } })
+    const r = await this.client.request({
+      method: 'GET',
+      path,
+      headers: {
+        accept: poll ? 'application/json' : 'text/html',
+        cookie: this.cookie(),
+        ...(poll ? { 'x-airlock-poll': '1' } : {}),
+      },
+    })
     const body = await r.body.text()
     const set = r.headers['set-cookie']
     for (const c of set === undefined ? [] : Array.isArray(set) ? set : [set]) {
@@ -119,7 +136,12 @@ class Visitor {
         // The waiting page polls until admitted, then loads the page.
         await sleep(2_000)
         const poll = await this.get('/index.php', true)
-        r = poll.status === 200 && poll.body.includes('admitted') ? await this.get('/index.php') : poll.status === 202 ? poll : await this.get('/index.php')
+        r =
+          poll.status === 200 && poll.body.includes('admitted')
+            ? await this.get('/index.php')
+            : poll.status === 202
+              ? poll
+              : await this.get('/index.php')
       } else {
         // The busy page tries again by itself after Retry-After (+1 s, as its script does).
         await sleep((r.retryAfter + 1) * 1000)
@@ -153,8 +175,15 @@ function rssOf(pid: number): number {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const address = (group: number, i: number) => `127.${group}.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`
 
-function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+function start(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   children.push(child)
   return new Promise((resolve, reject) => {
     let out = ''
@@ -174,7 +203,9 @@ function crowd(url: string): Promise<{ statuses: Record<number, number>; errors:
   })
   let out = ''
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-  return new Promise((resolve, reject) => child.on('exit', () => (out ? resolve(JSON.parse(out)) : reject(new Error('the crowd printed nothing')))))
+  return new Promise((resolve, reject) =>
+    child.on('exit', () => (out ? resolve(JSON.parse(out)) : reject(new Error('the crowd printed nothing')))),
+  )
 }
 
 interface Row {
@@ -193,7 +224,9 @@ if (!hasNginx) missing.push('nginx')
 if (!hasPhpFpm) missing.push('php-fpm')
 if (!hasPdoSqlite) missing.push('php-sqlite3')
 if (missing.length > 0) {
-  console.log(`bench:php needs ${missing.join(', ')} (apt-get install nginx php-fpm php-sqlite3 libnginx-mod-http-js caddy)`)
+  console.log(
+    `bench:php needs ${missing.join(', ')} (apt-get install nginx php-fpm php-sqlite3 libnginx-mod-http-js caddy)`,
+  )
   process.exit(0)
 }
 
@@ -216,12 +249,20 @@ try {
   )
 
   /** One row: the browsers (and the crowd, the follower) against `url`. */
-  const run = async (name: string, url: string, withCrowd: boolean, baseline?: number, unloadedP99?: number, shieldPid?: number): Promise<Row & { latencies: number[] }> => {
+  const run = async (
+    name: string,
+    url: string,
+    withCrowd: boolean,
+    baseline?: number,
+    unloadedP99?: number,
+    shieldPid?: number,
+  ): Promise<Row & { latencies: number[] }> => {
     const end = Date.now() + SECONDS * 1000
     // The shield's memory (its Node process's resident set), sampled each second.
     let rss = shieldPid === undefined ? 0 : rssOf(shieldPid)
     const rssAtStart = rss
-    const sampling = shieldPid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(shieldPid))), 1000)
+    const sampling =
+      shieldPid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(shieldPid))), 1000)
     const before = pagesSoFar()
     const t0 = Date.now()
     const browsers = Array.from({ length: BROWSERS }, (_, i) => new Visitor(url, address(2, i)))
@@ -240,11 +281,16 @@ try {
         })
       : Promise.resolve()
     // Pages are counted over the window (the follower may go on past it, to get its page).
-    const window = sleep(end - Date.now()).then(() => ({ pages: pagesSoFar() - before, seconds: (Date.now() - t0) / 1000 }))
+    const window = sleep(end - Date.now()).then(() => ({
+      pages: pagesSoFar() - before,
+      seconds: (Date.now() - t0) / 1000,
+    }))
     const [c, { pages, seconds }] = await Promise.all([crowdRun, window, ...browsing, follower])
     clearInterval(sampling)
     const latencies = browsers.flatMap((b) => b.latencies)
-    const php5xx = browsers.reduce((a, b) => a + b.failures, 0) + (c ? (c.statuses[500] ?? 0) + (c.statuses[502] ?? 0) + (c.statuses[504] ?? 0) : 0)
+    const php5xx =
+      browsers.reduce((a, b) => a + b.failures, 0) +
+      (c ? (c.statuses[500] ?? 0) + (c.statuses[502] ?? 0) + (c.statuses[504] ?? 0) : 0)
     const unanswered = browsers.reduce((a, b) => a + b.errors, 0)
     await Promise.all(browsers.map((b) => b.client.close()))
     const p99 = latencies.length ? percentile(latencies, 99) : null
@@ -253,10 +299,20 @@ try {
       pagesPerSecond: pages / seconds,
       ofBaseline: baseline ? fixed(pages / seconds / baseline, 2) : '1.00',
       php5xx,
-      crowd: c ? `${c.perSecond}/s: ${Object.entries(c.statuses).map(([s, n]) => `${n} x ${s}`).join(', ')}${c.errors ? `, ${c.errors} errors/timeouts` : ''}` : '-',
+      crowd: c
+        ? `${c.perSecond}/s: ${Object.entries(c.statuses)
+            .map(([s, n]) => `${n} x ${s}`)
+            .join(', ')}${c.errors ? `, ${c.errors} errors/timeouts` : ''}`
+        : '-',
       p99: p99 === null ? null : Math.round(p99),
       follower: followed === undefined ? '-' : followed === null ? 'no page in 60 s' : `${fixed(followed / 1000, 1)} s`,
-      note: [unanswered ? `${unanswered} browser requests unanswered` : '', unloadedP99 && p99 ? `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` : '', shieldPid ? `Node ${fixed(rssAtStart / 1024)} MB idle, ${fixed(rss / 1024)} MB at most` : ''].filter(Boolean).join('; '),
+      note: [
+        unanswered ? `${unanswered} browser requests unanswered` : '',
+        unloadedP99 && p99 ? `p99 ${fixed(p99 / unloadedP99, 1)}x unloaded` : '',
+        shieldPid ? `Node ${fixed(rssAtStart / 1024)} MB idle, ${fixed(rss / 1024)} MB at most` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
       latencies,
     }
   }
@@ -265,24 +321,64 @@ try {
   rows.push(base)
   const baseline = base.pagesPerSecond!
   const unloaded = base.p99 ?? undefined
-  if (wanted('nginx alone, crowd')) rows.push(await run(`nginx alone, crowd of ${CROWD}`, plain.url, true, baseline, unloaded))
+  if (wanted('nginx alone, crowd'))
+    rows.push(await run(`nginx alone, crowd of ${CROWD}`, plain.url, true, baseline, unloaded))
 
   const auth = async (queue: boolean) => {
-    const { child, match } = await start([new URL('./proxy/auth.ts', import.meta.url).pathname], { LIMIT: String(LIMIT), QUEUE: queue ? '1' : '0', PASS_TTL: String(PASS_TTL), SECRET }, /listening (\d+)/)
+    const { child, match } = await start(
+      [new URL('./proxy/auth.ts', import.meta.url).pathname],
+      { LIMIT: String(LIMIT), QUEUE: queue ? '1' : '0', PASS_TTL: String(PASS_TTL), SECRET },
+      /listening (\d+)/,
+    )
     return { child, port: Number(match[1]) }
   }
   for (const queue of [true, false]) {
     const name = `nginx + njs + airlock auth, ${queue ? 'the line (recommended)' : 'busy page (--no-queue)'}`
     if (!wanted(name)) continue
     if (!hasNjs) {
-      rows.push({ name, pagesPerSecond: null, ofBaseline: '-', php5xx: 0, crowd: '-', p99: null, follower: '-', note: 'libnginx-mod-http-js missing' })
+      rows.push({
+        name,
+        pagesPerSecond: null,
+        ofBaseline: '-',
+        php5xx: 0,
+        crowd: '-',
+        p99: null,
+        follower: '-',
+        note: 'libnginx-mod-http-js missing',
+      })
       continue
     }
     const service = await auth(queue)
     const dir = mkdtempSync(join(tmpdir(), 'airlock-njs-'))
     writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
-    writeFileSync(join(dir, 'airlock.json'), JSON.stringify(njsSettings({ name: 'default', cookieName: 'airlock_pass', ticketCookieName: 'airlock_ticket', passTtl: PASS_TTL, retryAfter: 5 }, [SECRET], 'closed')))
-    const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php!.address}`, service: `127.0.0.1:${service.port}`, listen: `127.0.0.1:${listen}`, root, dir, cacheDir: join(own, 'cache') }), { connections: 4096 })
+    writeFileSync(
+      join(dir, 'airlock.json'),
+      JSON.stringify(
+        njsSettings(
+          {
+            name: 'default',
+            cookieName: 'airlock_pass',
+            ticketCookieName: 'airlock_ticket',
+            passTtl: PASS_TTL,
+            retryAfter: 5,
+          },
+          [SECRET],
+          'closed',
+        ),
+      ),
+    )
+    const nginx = await startNginxWith(
+      (listen, own) =>
+        nginxConfig({
+          origin: `fastcgi:${php!.address}`,
+          service: `127.0.0.1:${service.port}`,
+          listen: `127.0.0.1:${listen}`,
+          root,
+          dir,
+          cacheDir: join(own, 'cache'),
+        }),
+      { connections: 4096 },
+    )
     rows.push(await run(name, nginx.url, true, baseline, unloaded, service.child.pid))
     await nginx.stop()
     await stopChild(service.child)
@@ -291,20 +387,52 @@ try {
     // not asked for
   } else if (hasCaddy) {
     const service = await auth(true)
-    const caddy = await startCaddy((site) => caddyConfig({ origin: `fastcgi:${php!.address}`, service: `127.0.0.1:${service.port}`, serverName: site, root }))
+    const caddy = await startCaddy((site) =>
+      caddyConfig({ origin: `fastcgi:${php!.address}`, service: `127.0.0.1:${service.port}`, serverName: site, root }),
+    )
     rows.push(await run('Caddy + airlock auth, the line', caddy.url, true, baseline, unloaded, service.child.pid))
     await caddy.stop()
     await stopChild(service.child)
-  } else rows.push({ name: 'Caddy + airlock auth, the line', pagesPerSecond: null, ofBaseline: '-', php5xx: 0, crowd: '-', p99: null, follower: '-', note: 'caddy missing' })
+  } else
+    rows.push({
+      name: 'Caddy + airlock auth, the line',
+      pagesPerSecond: null,
+      ofBaseline: '-',
+      php5xx: 0,
+      crowd: '-',
+      p99: null,
+      follower: '-',
+      note: 'caddy missing',
+    })
   if (wanted('airlock proxy --queue in front of nginx')) {
     const cli = new URL('../src/cli.ts', import.meta.url).pathname
-    const { child, match } = await start([cli, 'proxy', '--target', plain.url, '--port', '0', '--limit', String(LIMIT), '--queue', '--pass-ttl', `${PASS_TTL / 1000}s`, '--log-level', 'silent'], { AIRLOCK_SECRET: SECRET }, /on (http:\/\/127\.0\.0\.1:\d+)/)
+    const { child, match } = await start(
+      [
+        cli,
+        'proxy',
+        '--target',
+        plain.url,
+        '--port',
+        '0',
+        '--limit',
+        String(LIMIT),
+        '--queue',
+        '--pass-ttl',
+        `${PASS_TTL / 1000}s`,
+        '--log-level',
+        'silent',
+      ],
+      { AIRLOCK_SECRET: SECRET },
+      /on (http:\/\/127\.0\.0\.1:\d+)/,
+    )
     rows.push(await run('airlock proxy --queue in front of nginx', match[1]!, true, baseline, unloaded, child.pid))
     await stopChild(child)
   }
   await plain.stop()
 
-  console.log(`# A PHP site under a hug: nginx + PHP-FPM (4 workers) + SQLite, limit ${LIMIT}\n\n${describeMachine(machine())}`)
+  console.log(
+    `# A PHP site under a hug: nginx + PHP-FPM (4 workers) + SQLite, limit ${LIMIT}\n\n${describeMachine(machine())}`,
+  )
   console.log(
     `${BROWSERS} browsers keeping cookies, a crowd of ${CROWD} cookie-less connections from 250 addresses retrying at once for ${SECONDS} s, a follower arriving 3 s in; ` +
       `"x baseline": pages PHP served a second against nginx alone at ${BROWSERS} in flight without a crowd; PHP 5xx: 500/502/504 answers\n`,
@@ -312,10 +440,25 @@ try {
   console.log(
     markdownTable(
       ['', 'pages/s', 'x baseline', 'PHP 5xx', 'p99 of pages ms', 'follower got the page', 'crowd answers', ''],
-      rows.map((r) => [r.name, r.pagesPerSecond === null ? '-' : fixed(r.pagesPerSecond, 1), r.ofBaseline, r.php5xx, r.p99 ?? '-', r.follower, r.crowd, r.note ?? '']),
+      rows.map((r) => [
+        r.name,
+        r.pagesPerSecond === null ? '-' : fixed(r.pagesPerSecond, 1),
+        r.ofBaseline,
+        r.php5xx,
+        r.p99 ?? '-',
+        r.follower,
+        r.crowd,
+        r.note ?? '',
+      ]),
     ),
   )
-  writeResults('php', { seconds: SECONDS, crowd: CROWD, browsers: BROWSERS, limit: LIMIT, rows: rows.map(({ latencies: _l, ...r }: Row & { latencies?: number[] }) => r) })
+  writeResults('php', {
+    seconds: SECONDS,
+    crowd: CROWD,
+    browsers: BROWSERS,
+    limit: LIMIT,
+    rows: rows.map(({ latencies: _l, ...r }: Row & { latencies?: number[] }) => r),
+  })
 } finally {
   await Promise.all(children.map(stopChild))
   await php?.stop()

@@ -33,7 +33,8 @@ const CONNECTIONS = envNumber('CONNECTIONS', 50)
 const HUG_CONNECTIONS = envNumber('HUG_CONNECTIONS', 300)
 const ROUNDS = envNumber('ROUNDS', 3)
 /** The run of median req/s among `runs`. */
-const medianRun = (runs: autocannon.Result[]): autocannon.Result => [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!
+const medianRun = (runs: autocannon.Result[]): autocannon.Result =>
+  [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!
 const children: ChildProcess[] = []
 
 function start(cmd: string, args: string[], env: Record<string, string> = {}): Promise<number | null> {
@@ -52,26 +53,49 @@ const profiles = mkdtempSync(join(tmpdir(), 'airlock-proxy-prof-'))
 let profiled = 0
 /** Starts a bench process; with PROFILE, under --cpu-prof into its own directory (named by the row). */
 const tsx = (file: string, env: Record<string, string>, profile?: string) =>
-  start(process.execPath, [...(PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(profiles, `${++profiled}-${profile}`)}`] : []), '--import', 'tsx', new URL(file, import.meta.url).pathname], env)
+  start(
+    process.execPath,
+    [
+      ...(PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(profiles, `${++profiled}-${profile}`)}`] : []),
+      '--import',
+      'tsx',
+      new URL(file, import.meta.url).pathname,
+    ],
+    env,
+  )
 
 /** The top `n` functions by self time in the .cpuprofile under `dir`, as "name (file) x %". */
 function topOfProfile(dir: string, n = 12): string[] {
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
   if (!file) return ['(no profile written)']
-  const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[] }
+  const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]
+    samples: number[]
+  }
   const byId = new Map(prof.nodes.map((node) => [node.id, node]))
   const self = new Map<string, number>()
   for (const id of prof.samples) {
     const f = byId.get(id)!.callFrame
-    const where = f.url.replace(/^.*node_modules\//, '').replace(/^.*\/(src|bench)\//, '$1/').replace(/^file:\/\//, '')
+    const where = f.url
+      .replace(/^.*node_modules\//, '')
+      .replace(/^.*\/(src|bench)\//, '$1/')
+      .replace(/^file:\/\//, '')
     const key = `${f.functionName || '(anonymous)'} (${where || 'native'}${f.url ? `:${f.lineNumber + 1}` : ''})`
     self.set(key, (self.get(key) ?? 0) + 1)
   }
   const total = prof.samples.length
-  return [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${fixed((100 * v) / total, 1)} % ${k}`)
+  return [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${fixed((100 * v) / total, 1)} % ${k}`)
 }
 
-async function load(port: number, path = '/', headers: Record<string, string> = {}, connections = CONNECTIONS): Promise<autocannon.Result> {
+async function load(
+  port: number,
+  path = '/',
+  headers: Record<string, string> = {},
+  connections = CONNECTIONS,
+): Promise<autocannon.Result> {
   return autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: SECONDS, headers })
 }
 
@@ -93,7 +117,13 @@ http { access_log off; ${temp}
   )
   children.push(spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' }))
   for (let i = 0; i < 50; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false)) return port
+    if (
+      await fetch(`http://127.0.0.1:${port}/`).then(
+        () => true,
+        () => false,
+      )
+    )
+      return port
     await new Promise((r) => setTimeout(r, 100))
   }
   return 'nginx did not start'
@@ -104,10 +134,37 @@ const SECRET = 'proxy-bench-secret-that-is-at-least-32-bytes'
 async function workersProxy(target: string, redisUrl: string, mode: string, prefix: string): Promise<number> {
   const port = await freePort()
   const cli = new URL('../src/cli.ts', import.meta.url).pathname
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'proxy', '--target', target, '--port', String(port), '--workers', 'auto', '--redis', redisUrl, '--prefix', prefix, '--mode', mode, '--limit', '1000', '--pass-ttl', '10m', '--log-level', 'silent'], {
-    env: { ...process.env, AIRLOCK_SECRET: SECRET },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      cli,
+      'proxy',
+      '--target',
+      target,
+      '--port',
+      String(port),
+      '--workers',
+      'auto',
+      '--redis',
+      redisUrl,
+      '--prefix',
+      prefix,
+      '--mode',
+      mode,
+      '--limit',
+      '1000',
+      '--pass-ttl',
+      '10m',
+      '--log-level',
+      'silent',
+    ],
+    {
+      env: { ...process.env, AIRLOCK_SECRET: SECRET },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   children.push(child)
   await new Promise<void>((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`airlock proxy --workers exited ${code}`)))
@@ -126,22 +183,40 @@ async function passOf(port: number): Promise<string> {
 /** The confirmed (full) pass itself, as a browser holds it after its second request: what nginx's njs checks. */
 async function fullPassOf(port: number): Promise<string> {
   const provisional = (await fetch(`http://127.0.0.1:${port}/`)).headers.getSetCookie()[0]!.split(';')[0]!
-  return (await fetch(`http://127.0.0.1:${port}/`, { headers: { cookie: provisional } })).headers.getSetCookie()[0]!.split(';')[0]!
+  return (await fetch(`http://127.0.0.1:${port}/`, { headers: { cookie: provisional } })).headers
+    .getSetCookie()[0]!
+    .split(';')[0]!
 }
 
 const redis = await startRedis()
 try {
   const origin = (await tsx('./proxy/origin.ts', {}))!
   const target = `http://127.0.0.1:${origin}`
-  const rows: { name: string; rps: number | null; p99: number | null; non2xx: number; note?: string; profile?: string[] }[] = []
-  const row = (name: string, r: autocannon.Result, profile?: string[]) => rows.push({ name, rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx + r.errors, ...(profile ? { profile } : {}) })
+  const rows: {
+    name: string
+    rps: number | null
+    p99: number | null
+    non2xx: number
+    note?: string
+    profile?: string[]
+  }[] = []
+  const row = (name: string, r: autocannon.Result, profile?: string[]) =>
+    rows.push({
+      name,
+      rps: r.requests.average,
+      p99: r.latency.p99,
+      non2xx: r.non2xx + r.errors,
+      ...(profile ? { profile } : {}),
+    })
   const missing = (name: string, note: string) => rows.push({ name, rps: null, p99: null, non2xx: 0, note })
   /** Stops the last bench process started (so its profile is written) and reads its profile. */
   const stopLast = async (): Promise<string[] | undefined> => {
     const child = children.pop()!
     await stopChild(child)
     if (!PROFILE) return undefined
-    const dir = readdirSync(profiles).sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).at(-1)
+    const dir = readdirSync(profiles)
+      .sort((a, b) => parseInt(a, 10) - parseInt(b, 10))
+      .at(-1)
     return dir ? topOfProfile(join(profiles, dir)) : undefined
   }
   row('origin direct', await load(origin))
@@ -153,8 +228,34 @@ try {
     const auth = (await tsx('./proxy/auth.ts', { LIMIT: '1000' }))!
     const dir = mkdtempSync(join(tmpdir(), 'airlock-njs-'))
     writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
-    writeFileSync(join(dir, 'airlock.json'), JSON.stringify(njsSettings({ name: 'default', cookieName: 'airlock_pass', ticketCookieName: 'airlock_ticket', passTtl: 600_000, retryAfter: 5 }, [SECRET], 'closed')))
-    const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: target, service: `127.0.0.1:${auth}`, listen: `127.0.0.1:${listen}`, dir, cacheDir: join(own, 'cache'), check }), { connections: 4096 })
+    writeFileSync(
+      join(dir, 'airlock.json'),
+      JSON.stringify(
+        njsSettings(
+          {
+            name: 'default',
+            cookieName: 'airlock_pass',
+            ticketCookieName: 'airlock_ticket',
+            passTtl: 600_000,
+            retryAfter: 5,
+          },
+          [SECRET],
+          'closed',
+        ),
+      ),
+    )
+    const nginx = await startNginxWith(
+      (listen, own) =>
+        nginxConfig({
+          origin: target,
+          service: `127.0.0.1:${auth}`,
+          listen: `127.0.0.1:${listen}`,
+          dir,
+          cacheDir: join(own, 'cache'),
+          check,
+        }),
+      { connections: 4096 },
+    )
     return { nginx, cookie: await fullPassOf(nginx.port) }
   }
   if (typeof ng === 'number') {
@@ -170,13 +271,22 @@ try {
       row('nginx + njs pass check (1 worker), pass holders', medianRun(checked))
       await njs.nginx.stop()
       await stopLast()
-    } else missing('nginx + njs pass check (1 worker), pass holders', 'njs is not installed (apt-get install libnginx-mod-http-js)')
+    } else
+      missing(
+        'nginx + njs pass check (1 worker), pass holders',
+        'njs is not installed (apt-get install libnginx-mod-http-js)',
+      )
     const viaAuth = await connector('auth_request')
     row('nginx auth_request (1 worker), pass holders', await load(viaAuth.nginx.port, '/', { cookie: viaAuth.cookie }))
     await viaAuth.nginx.stop()
     await stopLast()
   } else {
-    for (const name of ['nginx proxy_pass (1 worker)', 'nginx + njs pass check (1 worker), pass holders', 'nginx auth_request (1 worker), pass holders']) missing(name, ng)
+    for (const name of [
+      'nginx proxy_pass (1 worker)',
+      'nginx + njs pass check (1 worker), pass holders',
+      'nginx auth_request (1 worker), pass holders',
+    ])
+      missing(name, ng)
   }
   const plain = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'plain' }, 'no-gate'))!
   const plainRun = await load(plain)
@@ -193,7 +303,11 @@ try {
   }
   row('airlock proxy, pass holders', medianRun(sessionRuns), await stopLast())
   await stopLast()
-  const request = (await tsx('./proxy/server.ts', { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' }, 'request-redis'))!
+  const request = (await tsx(
+    './proxy/server.ts',
+    { TARGET: target, MODE: 'request', REDIS_URL: redis.url, LIMIT: '1000' },
+    'request-redis',
+  ))!
   const requestRun = await load(request)
   row('airlock proxy, request mode, redis', requestRun, await stopLast())
   // Refusals: what a busy answer costs the Node side (the site full: every request turned away),
@@ -210,7 +324,10 @@ try {
   row('airlock auth, refusals (site full)', await load(service, '/.airlock/decide', ask), await stopLast())
   // The Node proxies beside it: the floor (node:http + undici, written in the bench) and the peers as their READMEs set them up.
   row('node:http + undici pass-through (the floor)', medianRun(floorRuns))
-  for (const [peer, name] of [['fastify-http-proxy', '@fastify/http-proxy'], ['http-proxy', 'http-proxy (node-http-proxy)']] as const) {
+  for (const [peer, name] of [
+    ['fastify-http-proxy', '@fastify/http-proxy'],
+    ['http-proxy', 'http-proxy (node-http-proxy)'],
+  ] as const) {
     const port = (await tsx('./proxy/peers.ts', { TARGET: target, PEER: peer }, peer))!
     row(name, await load(port), await stopLast())
   }
@@ -228,7 +345,10 @@ try {
   else missing(`nginx proxy_pass (auto: ${cores} workers)`, ngAll)
   if (process.env.WORKERS !== '0') {
     const wSession = await workersProxy(target, redis.url, 'session', 'proxy-bench-w1')
-    row(`airlock proxy --workers auto (${cores}), pass holders, redis`, await load(wSession, '/', { cookie: await passOf(wSession) }))
+    row(
+      `airlock proxy --workers auto (${cores}), pass holders, redis`,
+      await load(wSession, '/', { cookie: await passOf(wSession) }),
+    )
     await stopLast()
     const wRequest = await workersProxy(target, redis.url, 'request', 'proxy-bench-w2')
     row(`airlock proxy --workers auto (${cores}), request mode, redis`, await load(wRequest))
@@ -244,19 +364,46 @@ try {
   /** Node proxies against the floor of a Node proxy (the bar for airlock proxy: 0.9x); refusals against a bare 503. */
   const bareRps = rows.find((r) => r.name.startsWith('node:http 503'))?.rps ?? null
   const ofFloor = (r: (typeof rows)[number]): string => {
-    if (r.rps === null || r.name.startsWith('nginx') || r.name.startsWith('origin') || r.name.includes('auto')) return '-'
+    if (r.rps === null || r.name.startsWith('nginx') || r.name.startsWith('origin') || r.name.includes('auto'))
+      return '-'
     if (r.name.includes('refusal')) return bareRps ? `${fixed(r.rps / bareRps, 2)} of a bare 503` : '-'
     return floorRps ? fixed(r.rps / floorRps, 2) : '-'
   }
   console.log(`# airlock proxy against nginx\n\n${describeMachine(machine())}`)
-  console.log(`one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback; "x nginx": against nginx with as many workers\n`)
-  console.log(markdownTable(['', 'req/s', 'p99 ms', 'x nginx', 'x Node floor', 'non-2xx'], rows.map((r) => [r.name, r.rps === null ? (r.note ?? '-') : fixed(r.rps), r.p99 === null ? '-' : fixed(r.p99), ratio(r), ofFloor(r), r.non2xx])))
+  console.log(
+    `one origin (1 KB answers), autocannon ${CONNECTIONS} connections for ${SECONDS} s per row, loopback; "x nginx": against nginx with as many workers\n`,
+  )
+  console.log(
+    markdownTable(
+      ['', 'req/s', 'p99 ms', 'x nginx', 'x Node floor', 'non-2xx'],
+      rows.map((r) => [
+        r.name,
+        r.rps === null ? (r.note ?? '-') : fixed(r.rps),
+        r.p99 === null ? '-' : fixed(r.p99),
+        ratio(r),
+        ofFloor(r),
+        r.non2xx,
+      ]),
+    ),
+  )
   console.log(
     `\nhug through the proxy: ${HUG_CONNECTIONS} connections on a route that fails past 50 in flight, request mode at limit 50: ` +
       `${after.served - before.served} requests reached the origin, ${hugFailures} origin failures (500), ${hugRun.non2xx} busy answers.`,
   )
-  for (const r of rows.filter((x) => x.profile)) console.log(`\n### profile: ${r.name} (self time, top entries)\n\n${r.profile!.map((l) => `    ${l}`).join('\n')}`)
-  writeResults('proxy', { seconds: SECONDS, connections: CONNECTIONS, cores, rows, hug: { connections: HUG_CONNECTIONS, reachedOrigin: after.served - before.served, originFailures: hugFailures, busy: hugRun.non2xx } })
+  for (const r of rows.filter((x) => x.profile))
+    console.log(`\n### profile: ${r.name} (self time, top entries)\n\n${r.profile!.map((l) => `    ${l}`).join('\n')}`)
+  writeResults('proxy', {
+    seconds: SECONDS,
+    connections: CONNECTIONS,
+    cores,
+    rows,
+    hug: {
+      connections: HUG_CONNECTIONS,
+      reachedOrigin: after.served - before.served,
+      originFailures: hugFailures,
+      busy: hugRun.non2xx,
+    },
+  })
 } finally {
   await Promise.all(children.map(stopChild))
   await redis.stop()

@@ -46,14 +46,26 @@ const clients = {
   pipelined: new Redis(redis.url, { enableAutoPipelining: true }),
 }
 // One store per client, as an application has (a store is shared by all its semaphores).
-const stores = { plain: redisStore({ client: clients.plain }), pipelined: redisStore({ client: clients.pipelined }), replicas0: redisStore({ client: replicatedClient }), replicas1: redisStore({ client: replicatedClient, replicas: 1 }) }
+const stores = {
+  plain: redisStore({ client: clients.plain }),
+  pipelined: redisStore({ client: clients.pipelined }),
+  replicas0: redisStore({ client: replicatedClient }),
+  replicas1: redisStore({ client: replicatedClient, replicas: 1 }),
+}
 
 /** One caller's loop: acquire (never waiting), release; counts completed pairs. */
 function pairLoop(s: Scenario, until: number): () => Promise<number> {
   const client = s.pipelined ? clients.pipelined : clients.plain
   const name = `bench-${s.lib}-${s.callers}-${s.pipelined}-${s.replicas ?? 0}`
   if (s.lib === 'airlock-shield') {
-    const store = s.replicas === 1 ? stores.replicas1 : s.replicas === 0 ? stores.replicas0 : s.pipelined ? stores.pipelined : stores.plain
+    const store =
+      s.replicas === 1
+        ? stores.replicas1
+        : s.replicas === 0
+          ? stores.replicas0
+          : s.pipelined
+            ? stores.pipelined
+            : stores.plain
     const sem = createSemaphore({ name, limit: s.callers, ttl: 10_000, store })
     return async () => {
       let pairs = 0
@@ -93,13 +105,24 @@ const scenarios: Scenario[] = []
 for (const pipelined of [false, true]) {
   for (const callers of [1, 50]) {
     for (const lib of ['airlock-shield', 'redis-semaphore'] as const) {
-      scenarios.push({ label: `${lib} ${callers} caller${callers > 1 ? 's' : ''}${pipelined ? ' (auto-pipelining)' : ''}`, lib, callers, pipelined })
+      scenarios.push({
+        label: `${lib} ${callers} caller${callers > 1 ? 's' : ''}${pipelined ? ' (auto-pipelining)' : ''}`,
+        lib,
+        callers,
+        pipelined,
+      })
     }
   }
 }
 for (const callers of [1, 50]) {
   for (const replicas of [0, 1]) {
-    scenarios.push({ label: `airlock-shield ${callers} caller${callers > 1 ? 's' : ''}, with a replica, replicas: ${replicas}`, lib: 'airlock-shield', callers, pipelined: false, replicas })
+    scenarios.push({
+      label: `airlock-shield ${callers} caller${callers > 1 ? 's' : ''}, with a replica, replicas: ${replicas}`,
+      lib: 'airlock-shield',
+      callers,
+      pipelined: false,
+      replicas,
+    })
   }
 }
 
@@ -122,11 +145,19 @@ const table = rows.map((r) => {
   const peer =
     r.replicas !== undefined
       ? rows.find((p) => p.replicas === 0 && p.callers === r.callers)!
-      : rows.find((p) => p.lib === 'redis-semaphore' && p.callers === r.callers && p.pipelined === r.pipelined && p.replicas === undefined)!
+      : rows.find(
+          (p) =>
+            p.lib === 'redis-semaphore' &&
+            p.callers === r.callers &&
+            p.pipelined === r.pipelined &&
+            p.replicas === undefined,
+        )!
   return { ...r, vsPeer: r.pairs / peer.pairs }
 })
 const m = machine(await redisVersion(clients.plain))
-console.log(`\n${describeMachine(m)}\nacquire+release pairs/s, median of ${rounds} rounds x ${seconds} s, one private redis-server\n`)
+console.log(
+  `\n${describeMachine(m)}\nacquire+release pairs/s, median of ${rounds} rounds x ${seconds} s, one private redis-server\n`,
+)
 const markdown = markdownTable(
   ['scenario', '>pairs/s', '>vs redis-semaphore (replica rows: vs replicas: 0)', 'runs (pairs/s)'],
   table.map((r) => [r.label, Math.round(r.pairs), `${r.vsPeer.toFixed(2)}x`, r.runs.join(' / ')]),

@@ -29,7 +29,8 @@ const token = (): string => randomBytes(12).toString('base64url')
 async function run(store: Store, kind: (typeof kinds)[number], round: number): Promise<number> {
   const name = `share-bench-${kind.replace(/ /g, '-')}-${round}`
   const crowd: ClientShare = { key: `ip:203.0.113.${round}`, places: 1, slots: 1, perMinute: 0 }
-  if (kind === 'over its share') await store.acquire(name, { token: token(), limit: 1_000_000, ttl: 60_000, weight: 1, client: crowd })
+  if (kind === 'over its share')
+    await store.acquire(name, { token: token(), limit: 1_000_000, ttl: 60_000, weight: 1, client: crowd })
   const until = Date.now() + SECONDS * 1000
   let n = 0
   await Promise.all(
@@ -37,7 +38,11 @@ async function run(store: Store, kind: (typeof kinds)[number], round: number): P
       while (Date.now() < until) {
         const t = token()
         const share: ClientShare | undefined =
-          kind === 'no share' ? undefined : kind === 'over its share' ? crowd : { key: `ip:${t}`, places: 20, slots: 25, perMinute: 60 }
+          kind === 'no share'
+            ? undefined
+            : kind === 'over its share'
+              ? crowd
+              : { key: `ip:${t}`, places: 20, slots: 25, perMinute: 60 }
         const r = await store.acquire(name, { token: t, limit: 1_000_000, ttl: 10_000, weight: 1, client: share })
         if (r.status === 'acquired') await store.release(name, t)
         else if (kind !== 'over its share') throw new Error(`unexpected ${r.status}`)
@@ -61,7 +66,9 @@ const rows = Object.entries(results).flatMap(([label, byKind]) =>
   }),
 )
 const m = machine(await redisVersion(client))
-console.log(`\nA new visitor's decision with each client's share (${CALLERS} callers, ${ROUNDS} rounds of ${SECONDS} s; ${describeMachine(m)})\n`)
+console.log(
+  `\nA new visitor's decision with each client's share (${CALLERS} callers, ${ROUNDS} rounds of ${SECONDS} s; ${describeMachine(m)})\n`,
+)
 console.log(markdownTable(['store', 'decision', 'decisions/s (median)', 'vs no share'], rows))
 const file = writeResults('share', { machine: m, callers: CALLERS, rounds: ROUNDS, seconds: SECONDS, results })
 if (file) console.log(`\nwritten: ${file}`)

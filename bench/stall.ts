@@ -35,7 +35,10 @@ const POLICIES = (process.env.POLICIES ?? 'local,open,closed').split(',')
 const AFTER_MS = 2_000
 
 function startServer(env: Record<string, string>): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./stall/server.ts', import.meta.url).pathname], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./stall/server.ts', import.meta.url).pathname], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   return new Promise((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`stall/server.ts exited ${code}`)))
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -47,15 +50,26 @@ function startServer(env: Record<string, string>): Promise<{ port: number; child
 
 const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS + IMPATIENT + 10 })
 /** One request; `giveUpMs`: abort when not answered by then. Resolves the status (0: error or gave up) and the pass cookie. */
-function send(port: number, path: string, cookie: string | undefined, method = 'GET', giveUpMs?: number): Promise<{ status: number; cookie?: string; body?: string }> {
+function send(
+  port: number,
+  path: string,
+  cookie: string | undefined,
+  method = 'GET',
+  giveUpMs?: number,
+): Promise<{ status: number; cookie?: string; body?: string }> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method, agent: giveUpMs ? undefined : agent, headers: cookie ? { cookie } : {} }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      const set = res.headers['set-cookie']?.find((c) => c.startsWith('airlock_pass'))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, cookie: set?.split(';')[0], body: Buffer.concat(chunks).toString() }))
-      res.on('error', () => resolve({ status: 0 }))
-    })
+    const req = request(
+      { host: '127.0.0.1', port, path, method, agent: giveUpMs ? undefined : agent, headers: cookie ? { cookie } : {} },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        const set = res.headers['set-cookie']?.find((c) => c.startsWith('airlock_pass'))
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, cookie: set?.split(';')[0], body: Buffer.concat(chunks).toString() }),
+        )
+        res.on('error', () => resolve({ status: 0 }))
+      },
+    )
     req.on('error', () => resolve({ status: 0 }))
     if (giveUpMs) req.setTimeout(giveUpMs, () => req.destroy())
     req.end()
@@ -83,22 +97,40 @@ interface Row {
   runsDuringPause: number
 }
 
-async function run(redisUrl: string, admin: { call(...a: string[]): Promise<unknown> }, mode: string, policy: string, pause: { ms: number; at: number }): Promise<Row> {
+async function run(
+  redisUrl: string,
+  admin: { call(...a: string[]): Promise<unknown> },
+  mode: string,
+  policy: string,
+  pause: { ms: number; at: number },
+): Promise<Row> {
   const { ms: pauseMs, at: pauseAt } = pause
-  const env: Record<string, string> = { REDIS_URL: redisUrl, MODE: mode, LIMIT: String(LIMIT), CAPACITY: String(CAPACITY), PREFIX: `stall-${mode}-${policy}-${pauseMs}-${Date.now()}` }
+  const env: Record<string, string> = {
+    REDIS_URL: redisUrl,
+    MODE: mode,
+    LIMIT: String(LIMIT),
+    CAPACITY: String(CAPACITY),
+    PREFIX: `stall-${mode}-${policy}-${pauseMs}-${Date.now()}`,
+  }
   if (policy !== 'local') env.ON_STORE_ERROR = policy
   const { port, child } = await startServer(env)
   try {
     await send(port, '/bench/start', undefined, 'POST')
     const end = Date.now() + pauseAt + pauseMs + AFTER_MS
     if (pauseAt === 0) await admin.call('CLIENT', 'PAUSE', String(pauseMs), 'ALL')
-    const crowd = [...Array.from({ length: CONNECTIONS }, () => client(port, end, false)), ...Array.from({ length: IMPATIENT }, () => client(port, end, true))]
+    const crowd = [
+      ...Array.from({ length: CONNECTIONS }, () => client(port, end, false)),
+      ...Array.from({ length: IMPATIENT }, () => client(port, end, true)),
+    ]
     if (pauseAt > 0) {
       await sleep(pauseAt)
       await admin.call('CLIENT', 'PAUSE', String(pauseMs), 'ALL')
     }
     await Promise.all(crowd)
-    const stats = JSON.parse((await send(port, '/bench/stats', undefined)).body!) as { runs: number[]; failed: number[] }
+    const stats = JSON.parse((await send(port, '/bench/stats', undefined)).body!) as {
+      runs: number[]
+      failed: number[]
+    }
     if (process.env.DEBUG_STALL) console.error(JSON.stringify(stats))
     const sum = (xs: number[], from = 0, to = xs.length): number => xs.slice(from, to).reduce((a, b) => a + b, 0)
     const pauseFrom = pauseAt / 100
@@ -122,7 +154,9 @@ const redis = await startRedis()
 const admin = redis.client()
 try {
   const rows: Row[] = []
-  for (const mode of MODES) for (const pause of PAUSES) for (const policy of POLICIES) rows.push(await run(redis.url, admin, mode, policy, pause))
+  for (const mode of MODES)
+    for (const pause of PAUSES)
+      for (const policy of POLICIES) rows.push(await run(redis.url, admin, mode, policy, pause))
   console.log(`# A Redis stall during a hug\n\n${describeMachine(machine())}`)
   console.log(
     `${CONNECTIONS} clients + ${IMPATIENT} impatient, limit ${LIMIT}, a backend that fails at once above ${CAPACITY} inside (50 ms pages); the bar: 0 failed handler runs with the default ('local')\n`,
@@ -130,7 +164,15 @@ try {
   console.log(
     markdownTable(
       ['mode', 'pause', 'onStoreError', 'handler runs', 'failed runs', 'runs started during the pause', 'bar met'],
-      rows.map((r) => [r.mode, `${r.pauseMs} ms, ${r.pauseAtMs / 1000} s in`, r.policy === 'local' ? "'local' (default)" : `'${r.policy}'`, r.runs, r.failed, r.runsDuringPause, r.policy === 'local' ? (r.failed === 0 ? 'yes' : 'no') : '-']),
+      rows.map((r) => [
+        r.mode,
+        `${r.pauseMs} ms, ${r.pauseAtMs / 1000} s in`,
+        r.policy === 'local' ? "'local' (default)" : `'${r.policy}'`,
+        r.runs,
+        r.failed,
+        r.runsDuringPause,
+        r.policy === 'local' ? (r.failed === 0 ? 'yes' : 'no') : '-',
+      ]),
     ),
   )
   writeResults('stall', { connections: CONNECTIONS, impatient: IMPATIENT, limit: LIMIT, capacity: CAPACITY, rows })

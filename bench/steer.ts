@@ -43,7 +43,13 @@ function timeline(events: readonly FleetEvent[], from: number, to: number): { t:
  * ms from `at` until the in-flight count meets `ok`: from then on to the phase's end (`stays`, for
  * a lowered limit: nothing above it after), or first (for a raised one: it fluctuates below).
  */
-function followedAfter(points: { t: number; n: number }[], at: number, end: number, ok: (n: number) => boolean, stays: boolean): number | null {
+function followedAfter(
+  points: { t: number; n: number }[],
+  at: number,
+  end: number,
+  ok: (n: number) => boolean,
+  stays: boolean,
+): number | null {
   let since: number | null = null
   for (const p of points) {
     if (p.t < at || p.t > end) continue
@@ -57,11 +63,19 @@ function followedAfter(points: { t: number; n: number }[], at: number, end: numb
 const redis = await startRedis()
 const client = new Redis(redis.url)
 const store = redisStore({ client })
-const fleet = await startFleet(2, { REDIS_URL: redis.url, NAME: 'steer-bench', MODE: 'request', LIMIT: String(LIMIT), WORK_MS: String(WORK_MS) })
+const fleet = await startFleet(2, {
+  REDIS_URL: redis.url,
+  NAME: 'steer-bench',
+  MODE: 'request',
+  LIMIT: String(LIMIT),
+  WORK_MS: String(WORK_MS),
+})
 const control = airlockControl({ name: 'steer-bench', store, by: 'bench' })
 try {
   const t0 = Date.now()
-  const runs = fleet.urls.map((url) => autocannon({ url: `${url}/work`, connections: CONNECTIONS, duration: PHASE * 3 }))
+  const runs = fleet.urls.map((url) =>
+    autocannon({ url: `${url}/work`, connections: CONNECTIONS, duration: PHASE * 3 }),
+  )
   const lowered = t0 + PHASE * 1000
   const raised = t0 + PHASE * 2000
   setTimeout(() => void control.set({ limit: LOW }), lowered - Date.now())
@@ -76,20 +90,48 @@ try {
   }
   const phases = [
     { label: `limit ${LIMIT}`, ...phaseStats(t0, lowered), followMs: null as number | null },
-    { label: `lowered to ${LOW}`, ...phaseStats(lowered, raised), followMs: followedAfter(points, lowered, raised, (n) => n <= LOW, true) },
-    { label: `cleared (${LIMIT})`, ...phaseStats(raised, end), followMs: followedAfter(points, raised, end, (n) => n >= LIMIT * 0.9, false) },
+    {
+      label: `lowered to ${LOW}`,
+      ...phaseStats(lowered, raised),
+      followMs: followedAfter(points, lowered, raised, (n) => n <= LOW, true),
+    },
+    {
+      label: `cleared (${LIMIT})`,
+      ...phaseStats(raised, end),
+      followMs: followedAfter(points, raised, end, (n) => n >= LIMIT * 0.9, false),
+    },
   ]
   const refused = results.reduce((sum, r) => sum + r.non2xx, 0)
   console.log(`# The operator steers a hug\n\n${describeMachine(machine(await redisVersion(client)))}`)
-  console.log(`2 instances on one Redis, request mode, handlers ${WORK_MS} ms, ${CONNECTIONS * 2} connections; phases of ${PHASE} s (figures from ${SETTLE_MS / 1000} s into each)\n`)
+  console.log(
+    `2 instances on one Redis, request mode, handlers ${WORK_MS} ms, ${CONNECTIONS * 2} connections; phases of ${PHASE} s (figures from ${SETTLE_MS / 1000} s into each)\n`,
+  )
   console.log(
     markdownTable(
-      ['phase', 'handlers done/s', 'max in flight (both)', 'in flight followed the change after (lowered: at most the new limit from then on; raised: first at 90 % of it)'],
-      phases.map((p) => [p.label, fixed(p.perSecond), p.max, p.followMs === null ? (p.label.startsWith('limit') ? '' : 'did not') : `${p.followMs} ms`]),
+      [
+        'phase',
+        'handlers done/s',
+        'max in flight (both)',
+        'in flight followed the change after (lowered: at most the new limit from then on; raised: first at 90 % of it)',
+      ],
+      phases.map((p) => [
+        p.label,
+        fixed(p.perSecond),
+        p.max,
+        p.followMs === null ? (p.label.startsWith('limit') ? '' : 'did not') : `${p.followMs} ms`,
+      ]),
     ),
   )
   console.log(`\nbusy answers: ${refused}; the change applies on every instance from the store's pub/sub (no restart).`)
-  writeResults('steer', { limit: LIMIT, low: LOW, workMs: WORK_MS, connections: CONNECTIONS * 2, phaseSeconds: PHASE, phases, refused })
+  writeResults('steer', {
+    limit: LIMIT,
+    low: LOW,
+    workMs: WORK_MS,
+    connections: CONNECTIONS * 2,
+    phaseSeconds: PHASE,
+    phases,
+    refused,
+  })
 } finally {
   await fleet.stop()
   await store.close()

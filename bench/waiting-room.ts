@@ -17,7 +17,16 @@ import { performance } from 'node:perf_hooks'
 import { createWaitingRoom, type WaitingRoom } from '../src/core/waiting-room.js'
 import { redisStore } from '../src/stores/redis.js'
 import { startRedis } from '../test/helpers/redis.js'
-import { describeMachine, envNumber, fixed, machine, markdownTable, type Machine, redisVersion, writeResults } from './lib.js'
+import {
+  describeMachine,
+  envNumber,
+  fixed,
+  machine,
+  markdownTable,
+  type Machine,
+  redisVersion,
+  writeResults,
+} from './lib.js'
 
 const SMALL = envNumber('SMALL', 100)
 const BIG = envNumber('BIG', 100_000)
@@ -73,7 +82,13 @@ async function pollLatency(redis: Awaited<ReturnType<typeof startRedis>>): Promi
   const used = await client.info('memory')
   console.log(`redis used_memory_human: ${/used_memory_human:(\S+)/.exec(used)?.[1]}`)
 
-  const samples = { ping: [] as number[], smallPoll: [] as number[], bigPoll: [] as number[], smallEnter: [] as number[], bigEnter: [] as number[] }
+  const samples = {
+    ping: [] as number[],
+    smallPoll: [] as number[],
+    bigPoll: [] as number[],
+    smallEnter: [] as number[],
+    bigEnter: [] as number[],
+  }
   const time = async (into: number[], fn: () => Promise<unknown>): Promise<void> => {
     const t = performance.now()
     await fn()
@@ -133,7 +148,14 @@ async function etaSimulation(redis: Awaited<ReturnType<typeof startRedis>>): Pro
   const client = redis.client({ maxRetriesPerRequest: 1 })
   await client.ping() // connected before the first burst of calls
   const store = redisStore({ client, commandTimeout: 5000 })
-  const room = createWaitingRoom({ name: 'bench-eta', limit: SLOTS, ttl: 30_000, store, idleTimeout: 30_000, claimWindow: 10_000 })
+  const room = createWaitingRoom({
+    name: 'bench-eta',
+    limit: SLOTS,
+    ttl: 30_000,
+    store,
+    idleTimeout: 30_000,
+    claimWindow: 10_000,
+  })
   const serviceRate = SLOTS / HOLD_MS // admissions per ms
   const interval = 1 / serviceRate
   const samples: { eta: number | null; actual: number; position: number }[] = []
@@ -222,14 +244,21 @@ async function main(): Promise<void> {
   let m: Machine
   try {
     m = machine(await redisVersion(redis.client()))
-    console.log(`airlock-shield waiting room bench: ${describeMachine(m)}; private redis-server on 127.0.0.1:${redis.port}`)
+    console.log(
+      `airlock-shield waiting room bench: ${describeMachine(m)}; private redis-server on 127.0.0.1:${redis.port}`,
+    )
     await pollLatency(redis)
     await etaSimulation(redis)
   } finally {
     await redis.stop()
   }
   const elapsedSeconds = (performance.now() - started) / 1000
-  const file = writeResults('waiting-room', { machine: m, ...report, markdown: report.markdown.join('\n\n'), elapsedSeconds })
+  const file = writeResults('waiting-room', {
+    machine: m,
+    ...report,
+    markdown: report.markdown.join('\n\n'),
+    elapsedSeconds,
+  })
   if (file) console.log(`results: ${file}`)
   console.log(`\nwaiting-room bench: ${elapsedSeconds.toFixed(1)} s`)
 }

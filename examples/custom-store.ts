@@ -28,7 +28,8 @@ export function tenantStore(inner: Store, tenant: string): Store {
     // Optional methods: forwarded when the inner store has them (the gate's cluster-wide status).
     ...(inner.report && inner.status
       ? {
-          report: (n: string, instance: string, data: string, ttl: number) => inner.report!(name(n), instance, data, ttl),
+          report: (n: string, instance: string, data: string, ttl: number) =>
+            inner.report!(name(n), instance, data, ttl),
           status: (n: string) => inner.status!(name(n)),
         }
       : {}),

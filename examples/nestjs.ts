@@ -78,13 +78,23 @@ export class SiteModule {}
  * middleware is added before Nest adds its body parsers and routes (at `init`/`listen`); on Fastify
  * the plugin's hooks apply to every route Nest adds later. Close it with `app.close()`.
  */
-export async function createSite(platform: Platform, gate: GateOptions, module: Type = SiteModule): Promise<INestApplication> {
+export async function createSite(
+  platform: Platform,
+  gate: GateOptions,
+  module: Type = SiteModule,
+): Promise<INestApplication> {
   if (platform === 'fastify') {
-    const app = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), { logger: false, forceCloseConnections: true })
+    const app = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), {
+      logger: false,
+      forceCloseConnections: true,
+    })
     await app.register(airlockShield, gate) // closed with Fastify, when the app closes
     return app
   }
-  const app = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(), { logger: false, forceCloseConnections: true })
+  const app = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(), {
+    logger: false,
+    forceCloseConnections: true,
+  })
   const middleware = airlock(gate)
   app.use(middleware)
   // Stop the gate's timers when the app closes.

@@ -6,7 +6,8 @@ const [url = 'http://127.0.0.1:3000/', jar] = [process.argv[2], new Map()]
 async function get(headers = {}) {
   const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
   const r = await fetch(url, { headers: { accept: 'application/json', cookie, ...headers } })
-  for (const c of r.headers.getSetCookie()) jar.set(c.slice(0, c.indexOf('=')), c.slice(c.indexOf('=') + 1).split(';')[0])
+  for (const c of r.headers.getSetCookie())
+    jar.set(c.slice(0, c.indexOf('=')), c.slice(c.indexOf('=') + 1).split(';')[0])
   return { status: r.status, body: await r.json().catch(() => null) }
 }
 const zeroBits = (d) => d.reduce((n, b, i) => (n < 8 * i ? n : n + (b ? Math.clz32(b) - 24 : 8)), 0)

@@ -29,9 +29,13 @@ const getInvoice = throttle(fetchInvoice, { semaphore: erp, timeout: 2_000 })
 const started = Date.now()
 const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => getInvoice(i)))
 for (const [i, r] of results.entries()) {
-  console.log(`call ${String(i).padStart(2)}: ${r.status === 'fulfilled' ? r.value : `failed: ${(r.reason as Error).message}`}`)
+  console.log(
+    `call ${String(i).padStart(2)}: ${r.status === 'fulfilled' ? r.value : `failed: ${(r.reason as Error).message}`}`,
+  )
 }
-console.log(`12 calls in ${Date.now() - started} ms, never more than 3 inside; slots held now: ${(await erp.getState()).held}`)
+console.log(
+  `12 calls in ${Date.now() - started} ms, never more than 3 inside; slots held now: ${(await erp.getState()).held}`,
+)
 
 // Not admitted in time: ERR_AIRLOCK_TIMEOUT, and fetchInvoice never runs.
 const impatient = throttle(fetchInvoice, { semaphore: erp, timeout: 50 })

@@ -142,7 +142,10 @@ type Commanded = ServerResponse & { [COMMAND]?: CommandRunner | undefined }
 
 /** Takes `Airlock-Command` out of the response's headers and out of `writeHead`'s own (an object, or a flat [name, value, ...] list). */
 function takeCommand(res: ServerResponse, args: unknown[], run: CommandRunner): void {
-  const given = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null) as Record<string, string> | string[] | undefined
+  const given = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null) as
+    | Record<string, string>
+    | string[]
+    | undefined
   let value = res.getHeader(COMMAND_HEADER)
   if (value !== undefined) res.removeHeader(COMMAND_HEADER)
   if (Array.isArray(given)) {
@@ -222,10 +225,15 @@ function watchCommand(res: ServerResponse, run: CommandRunner): void {
  * Express 4/5 middleware: `app.use(airlock({ limit: 20, store, secret }))`. Mount it on a router
  * (`router.use(airlock({ name: 'checkout', limit: 5 }))`) to give some routes their own gate.
  */
-export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(options?: GateOptions<Req>): AirlockMiddleware<Req> {
+export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(
+  options?: GateOptions<Req>,
+): AirlockMiddleware<Req> {
   if (options instanceof IncomingMessage) {
     // `app.use(airlock)`: Express calls the factory with (req, res, next) on every request.
-    const err = new AirlockError('ERR_AIRLOCK_OPTION', 'airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)')
+    const err = new AirlockError(
+      'ERR_AIRLOCK_OPTION',
+      'airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)',
+    )
     // biome-ignore lint/complexity/noArguments: the third argument exists only in this misuse; the public signature stays (options?)
     const next: unknown = arguments[2]
     if (typeof next !== 'function') throw err
@@ -234,7 +242,12 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
   }
   const gate = createGate<Req>(options)
 
-  const apply = (view: ExpressView<Req>, res: ExpressLikeResponse, next: (err?: unknown) => void, d: GateDecision): void => {
+  const apply = (
+    view: ExpressView<Req>,
+    res: ExpressLikeResponse,
+    next: (err?: unknown) => void,
+    d: GateDecision,
+  ): void => {
     const req = view.request
     if (d.kind !== 'bypass') {
       if (res.locals === undefined) res.locals = {}
@@ -249,7 +262,8 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
     if (d.response !== undefined) {
       res.statusCode = d.response.status
       // Vary: joined to what the application already said it varies on (Origin, ...), not replaced.
-      for (const [k, v] of Object.entries(d.response.headers)) res.setHeader(k, k === 'vary' ? varyWith(res.getHeader('vary'), v) : v)
+      for (const [k, v] of Object.entries(d.response.headers))
+        res.setHeader(k, k === 'vary' ? varyWith(res.getHeader('vary'), v) : v)
       res.end(d.response.body)
       return
     }
@@ -257,7 +271,9 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
     else if (gate.measures(d)) {
       // The adaptive limit learns from the response time of admitted requests.
       const t0 = performance.now()
-      ;(res as unknown as ServerResponse).once('finish', () => gate.measure(performance.now() - t0, res.statusCode >= 500, d))
+      ;(res as unknown as ServerResponse).once('finish', () =>
+        gate.measure(performance.now() - t0, res.statusCode >= 500, d),
+      )
     }
     next()
   }
@@ -276,9 +292,14 @@ export function airlock<Req extends ExpressLikeRequest = ExpressLikeRequest>(opt
  * Mount it before the gate (`app.use(airlock(...))`) so the operator is never turned away in a hug.
  * The middleware has `close()` (stops sampling) and `dashboard`.
  */
-export function airlockDashboard(options: DashboardOptions): ((req: IncomingMessage, res: ServerResponse) => void) & { dashboard: Dashboard; close(): void } {
+export function airlockDashboard(
+  options: DashboardOptions,
+): ((req: IncomingMessage, res: ServerResponse) => void) & { dashboard: Dashboard; close(): void } {
   const dashboard = createDashboard(options)
-  return Object.assign((req: IncomingMessage, res: ServerResponse) => dashboard.handle(req, res), { dashboard, close: () => dashboard.close() })
+  return Object.assign((req: IncomingMessage, res: ServerResponse) => dashboard.handle(req, res), {
+    dashboard,
+    close: () => dashboard.close(),
+  })
 }
 
 export default airlock

@@ -15,13 +15,18 @@ export { WebAnswer } from './fetch/web.js'
 export type { WebOptions } from './fetch/options.js'
 
 /** A Web-standard handler: the request, and whatever else the server passes (Bun's server, Deno's info, `@hono/node-server`'s `{ incoming, outgoing }`). */
-export type FetchHandler<Context extends unknown[] = unknown[]> = (request: Request, ...context: Context) => Response | Promise<Response>
+export type FetchHandler<Context extends unknown[] = unknown[]> = (
+  request: Request,
+  ...context: Context
+) => Response | Promise<Response>
 
 /**
  * Options of {@link airlock}: the gate's options (`skip`, `nonce`, `busyPage` and `clientKey` are
  * given the `Request`), plus `clientAddress` and `trustProxy`.
  */
-export interface FetchAirlockOptions extends GateOptions<Request>, WebOptions<[request: Request, ...context: unknown[]]> {}
+export interface FetchAirlockOptions
+  extends GateOptions<Request>,
+    WebOptions<[request: Request, ...context: unknown[]]> {}
 
 /** One request's decision (see {@link FetchAirlock.check}). */
 export type FetchAnswer = WebAnswer<Request>
@@ -41,7 +46,9 @@ export interface FetchAirlock {
    * response (the pass cookie; in request mode the slot released when the body has been sent).
    * Inside, {@link handle}`(request)` is the route's view of the decision.
    */
-  wrap<Context extends unknown[]>(handler: FetchHandler<Context>): (request: Request, ...context: Context) => Response | Promise<Response>
+  wrap<Context extends unknown[]>(
+    handler: FetchHandler<Context>,
+  ): (request: Request, ...context: Context) => Response | Promise<Response>
   /** Inside a wrapped handler: this request's decision, and `release()` (logout, checkout done). */
   handle(request: Request): AirlockHandle
   /** Stops the gate's timers and releases pooled request slots. */
@@ -61,11 +68,17 @@ export function airlock(options?: FetchAirlockOptions): FetchAirlock {
   type Answered = Request & { [ANSWER]?: FetchAnswer }
 
   const decide = (request: Request, context: unknown[]): FetchAnswer | Promise<FetchAnswer> => {
-    const ip = clientAddress === undefined ? defaultAddress(request, context[0], trustProxy) : clientAddress(request, ...context)
+    const ip =
+      clientAddress === undefined ? defaultAddress(request, context[0], trustProxy) : clientAddress(request, ...context)
     return check(gate, request, request, ip, trustProxy, nodeHeaders(context[0]))
   }
 
-  const run = <Context extends unknown[]>(handler: FetchHandler<Context>, answer: FetchAnswer, request: Request, context: Context): Response | Promise<Response> => {
+  const run = <Context extends unknown[]>(
+    handler: FetchHandler<Context>,
+    answer: FetchAnswer,
+    request: Request,
+    context: Context,
+  ): Response | Promise<Response> => {
     if (answer.response !== undefined) return answer.response
     if (answer.decision.kind !== 'bypass') (request as Answered)[ANSWER] = answer
     let response: Response | Promise<Response>
@@ -92,7 +105,9 @@ export function airlock(options?: FetchAirlockOptions): FetchAirlock {
       <Context extends unknown[]>(handler: FetchHandler<Context>) =>
       (request: Request, ...context: Context) => {
         const answer = decide(request, context)
-        return answer instanceof Promise ? answer.then((a) => run(handler, a, request, context)) : run(handler, answer, request, context)
+        return answer instanceof Promise
+          ? answer.then((a) => run(handler, a, request, context))
+          : run(handler, answer, request, context)
       },
     handle: (request) => (request as Answered)[ANSWER]?.airlock ?? NO_HANDLE,
     close: () => gate.close(),

@@ -27,7 +27,10 @@ export interface AirlockVariables {
 export interface HonoAirlockOptions extends GateOptions<Context>, WebOptions<[c: Context]> {}
 
 /** The middleware, with its gate (for `state()`) and `close()` (stops the gate's timers, releases pooled request slots). */
-export type HonoAirlock = MiddlewareHandler<{ Variables: AirlockVariables }> & { readonly gate: Gate<Context>; close(): Promise<void> }
+export type HonoAirlock = MiddlewareHandler<{ Variables: AirlockVariables }> & {
+  readonly gate: Gate<Context>
+  close(): Promise<void>
+}
 
 /**
  * Hono middleware: `app.use(airlock({ limit: 20, store, secret }))`; routes declared before it are

@@ -32,7 +32,9 @@ const all = files(src)
 
 describe('src/ architecture', () => {
   it('no file is longer than 450 lines', () => {
-    const long = all.map((f) => [relative(src, f), readFileSync(f, 'utf8').split('\n').length] as const).filter(([, n]) => n > 450)
+    const long = all
+      .map((f) => [relative(src, f), readFileSync(f, 'utf8').split('\n').length] as const)
+      .filter(([, n]) => n > 450)
     expect(long).toEqual([])
   })
 
@@ -106,7 +108,10 @@ describe('src/ architecture', () => {
         if (next.includes(start)) {
           const path = [v]
           while (path[0] !== start) path.unshift(previous.get(path[0]!)!)
-          return `${[...path, start].map((f) => relative(src, f)).join(' -> ')}  (component: ${component.map((f) => relative(src, f)).sort().join(' ')})`
+          return `${[...path, start].map((f) => relative(src, f)).join(' -> ')}  (component: ${component
+            .map((f) => relative(src, f))
+            .sort()
+            .join(' ')})`
         }
         for (const w of next) {
           if (previous.has(w) || w === start) continue
@@ -127,7 +132,9 @@ describe('src/ architecture', () => {
     const wrong = all
       .filter((f) => layer(f) === 'lock-server')
       .flatMap((f) => imports(f).map((target) => [relative(src, f), relative(src, target)] as const))
-      .filter(([, target]) => target.startsWith('gate/') || (target.startsWith('stores/') && !publicStores.includes(target)))
+      .filter(
+        ([, target]) => target.startsWith('gate/') || (target.startsWith('stores/') && !publicStores.includes(target)),
+      )
       .map(([from, target]) => `${from} -> ${target}`)
     expect(wrong).toEqual([])
   })
@@ -147,7 +154,17 @@ describe('src/ architecture', () => {
   }
 
   it('each adapter reaches its own framework only; the fetch adapter none', () => {
-    const frameworks = ['fastify', 'fastify-plugin', 'express', 'hono', 'koa', '@hono/node-server', 'ioredis', 'undici', 'prom-client']
+    const frameworks = [
+      'fastify',
+      'fastify-plugin',
+      'express',
+      'hono',
+      'koa',
+      '@hono/node-server',
+      'ioredis',
+      'undici',
+      'prom-client',
+    ]
     const peers = (entry: string) => reached(entry).filter((p) => frameworks.includes(p))
     expect(peers('fetch.ts')).toEqual([])
     expect(peers('hono.ts')).toEqual(['hono'])
@@ -159,20 +176,27 @@ describe('src/ architecture', () => {
   it("the Web-standard adapter's own files use Web APIs only; the Node modules the gate still needs are these (docs/stacks.md)", () => {
     const own = all.filter((f) => layer(f) === 'fetch' || ['fetch.ts', 'hono.ts'].includes(relative(src, f)))
     expect(own.map((f) => relative(src, f)).sort()).toEqual(['fetch.ts', 'fetch/options.ts', 'fetch/web.ts', 'hono.ts'])
-    for (const f of own) expect(readFileSync(f, 'utf8'), relative(src, f)).not.toMatch(/from\s+'node:|\b(Buffer|process)\./)
+    for (const f of own)
+      expect(readFileSync(f, 'utf8'), relative(src, f)).not.toMatch(/from\s+'node:|\b(Buffer|process)\./)
     // Reached through the gate: crypto (tokens, HMAC signing, hashes), diagnostics_channel (events),
     // net (isIP for the client share), os (the instance's host name in its report).
-    expect(reached('fetch.ts').filter((p) => p.startsWith('node:'))).toEqual(['node:crypto', 'node:diagnostics_channel', 'node:net', 'node:os'])
+    expect(reached('fetch.ts').filter((p) => p.startsWith('node:'))).toEqual([
+      'node:crypto',
+      'node:diagnostics_channel',
+      'node:net',
+      'node:os',
+    ])
   })
 
-  it("the root entry and everything it reaches import no optional peer (fastify, express, ioredis), not even as types", () => {
+  it('the root entry and everything it reaches import no optional peer (fastify, express, ioredis), not even as types', () => {
     const seen = new Set<string>()
     const peers: string[] = []
     const walk = (file: string): void => {
       if (seen.has(file)) return
       seen.add(file)
       const text = readFileSync(file, 'utf8')
-      for (const m of text.matchAll(/from\s+'(fastify|fastify-plugin|express|ioredis)'/g)) peers.push(`${relative(src, file)}: ${m[1]}`)
+      for (const m of text.matchAll(/from\s+'(fastify|fastify-plugin|express|ioredis)'/g))
+        peers.push(`${relative(src, file)}: ${m[1]}`)
       for (const target of imports(file)) walk(target)
     }
     walk(join(src, 'index.ts'))

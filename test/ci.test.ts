@@ -18,7 +18,23 @@ const run = () => execFileSync('bash', ['.ci/run', '--dry-run'], { cwd: root, en
 describe('.ci/run', () => {
   it('makes sure of redis-server, chromium, lua-check, the PHP client packages (php-cli, php-curl, php-symfony-http-client), nginx, curl, procps, prometheus (promtool), and for the connector php-fpm, php-sqlite3, njs, caddy and systemd', () => {
     const checked = /^ci: system packages: (.*?);/m.exec(run())?.[1]?.split(' ')
-    expect(checked).toEqual(['redis-server', 'chromium', 'lua-check', 'php-cli', 'php-curl', 'php-symfony-http-client', 'nginx', 'curl', 'procps', 'prometheus', 'php-fpm', 'php-sqlite3', 'libnginx-mod-http-js', 'caddy', 'systemd'])
+    expect(checked).toEqual([
+      'redis-server',
+      'chromium',
+      'lua-check',
+      'php-cli',
+      'php-curl',
+      'php-symfony-http-client',
+      'nginx',
+      'curl',
+      'procps',
+      'prometheus',
+      'php-fpm',
+      'php-sqlite3',
+      'libnginx-mod-http-js',
+      'caddy',
+      'systemd',
+    ])
   })
 
   it.skipIf(!hasRedis && !process.env.CI)('prints the Redis version as a bare number (7.0.15, not v=7.0.15)', () => {
@@ -29,7 +45,8 @@ describe('.ci/run', () => {
 })
 
 describe('tools/other-nodes.sh', () => {
-  const lines = (flag: string) => execFileSync('bash', ['tools/other-nodes.sh', flag], { cwd: root, encoding: 'utf8' }).trim().split('\n')
+  const lines = (flag: string) =>
+    execFileSync('bash', ['tools/other-nodes.sh', flag], { cwd: root, encoding: 'utf8' }).trim().split('\n')
   const read = (file: string) => readFileSync(join(root, file), 'utf8')
 
   it('runs under Node 22 and 24, the majors that package.json "engines" names beside 20 (the one npm test runs under)', () => {
@@ -40,9 +57,15 @@ describe('tools/other-nodes.sh', () => {
 
   it('covers every adapter of the HTTP behaviour suite, the proxy, NestJS on both platforms and the store contract on memory, Redis and Redis Cluster', () => {
     const files = lines('--list')
-    for (const adapter of ADAPTERS) expect(files.filter((f) => read(f).includes(`behaviour('${adapter}')`)), adapter).not.toEqual([])
+    for (const adapter of ADAPTERS)
+      expect(
+        files.filter((f) => read(f).includes(`behaviour('${adapter}')`)),
+        adapter,
+      ).not.toEqual([])
     expect(files).toEqual(expect.arrayContaining(['test/proxy/proxy.test.ts', 'test/examples-nestjs.test.ts']))
-    const contracts = files.filter((f) => /^\s*storeContract\('/m.test(read(f))).map((f) => /storeContract\('([^']+)'/.exec(read(f))![1])
+    const contracts = files
+      .filter((f) => /^\s*storeContract\('/m.test(read(f)))
+      .map((f) => /storeContract\('([^']+)'/.exec(read(f))![1])
     expect(contracts.sort()).toEqual(['memory', 'redis', 'redis-cluster'])
   })
 

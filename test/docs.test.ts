@@ -17,7 +17,10 @@ describe('the docs list what the code has', () => {
   it('every gate option has a row in the README and in docs/gate.md', () => {
     for (const doc of ['README.md', 'docs/gate.md']) {
       const documented = rows(read(doc))
-      expect(GATE_OPTION_KEYS.filter((k) => !documented.has(k)), doc).toEqual([])
+      expect(
+        GATE_OPTION_KEYS.filter((k) => !documented.has(k)),
+        doc,
+      ).toEqual([])
     }
   })
 

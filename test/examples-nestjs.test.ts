@@ -122,7 +122,10 @@ describe.each(PLATFORMS)('NestJS on its %s platform', (platform) => {
     await until(() => statuses.length === burst - limit && work.stats.running === limit, 20_000)
     expect(statuses).toEqual(Array(burst - limit).fill(503))
     letGo()
-    expect((await Promise.all(answers)).map((r) => r.status).sort()).toEqual([...Array(limit).fill(200), ...Array(burst - limit).fill(503)])
+    expect((await Promise.all(answers)).map((r) => r.status).sort()).toEqual([
+      ...Array(limit).fill(200),
+      ...Array(burst - limit).fill(503),
+    ])
     expect(work.stats.max).toBe(limit)
     await work.stats.idle()
     await until(async () => (await store.state('default')).held === 0, 10_000) // released when each response ended
@@ -134,7 +137,11 @@ describe.each(PLATFORMS)('NestJS on its %s platform', (platform) => {
 
   it('npx tsx examples/nestjs.ts serves its first visitor with a pass, and stops on SIGTERM', async () => {
     const port = await freePort()
-    const { child, output } = await startExample('nestjs.ts', { PORT: String(port), PLATFORM: platform }, /listening on/)
+    const { child, output } = await startExample(
+      'nestjs.ts',
+      { PORT: String(port), PLATFORM: platform },
+      /listening on/,
+    )
     expect(output()).toContain(`NestJS (${platform} platform) listening on http://127.0.0.1:${port}`)
     const r = await fetch(`http://127.0.0.1:${port}/`)
     expect(r.status).toBe(200)

@@ -29,12 +29,21 @@ describe.runIf(redisAvailable)('examples/nextjs: the gate in proxy.ts, Redis sto
     const port = await freePort()
     const next = join(root, 'node_modules', 'next', 'dist', 'bin', 'next')
     const env = { REDIS_URL: redis.url, AIRLOCK_LIMIT: '2', AIRLOCK_SECRET: SECRET, NEXT_TELEMETRY_DISABLED: '1' }
-    await startIn(root, process.execPath, [next, 'dev', '--webpack', 'examples/nextjs', '-p', String(port), '-H', '127.0.0.1'], env, /Ready in/, true)
+    await startIn(
+      root,
+      process.execPath,
+      [next, 'dev', '--webpack', 'examples/nextjs', '-p', String(port), '-H', '127.0.0.1'],
+      env,
+      /Ready in/,
+      true,
+    )
     const url = `http://127.0.0.1:${port}`
     // `next dev` compiles the proxy and each route on its first request (seconds on a busy box): a
     // first visitor has the page compiled, then its pass, never confirmed, lapses (confirmTimeout).
     const store = redisStore({ client: redis.client() })
-    expect((await hit(`${url}/`, { from: nextAddress(), headers: { accept: 'text/html' }, timeout: 120_000 })).status).toBe(200)
+    expect(
+      (await hit(`${url}/`, { from: nextAddress(), headers: { accept: 'text/html' }, timeout: 120_000 })).status,
+    ).toBe(200)
     await until(async () => (await store.state('default')).held === 0, 30_000, 200)
     const [first, second, third] = [new Browser(url), new Browser(url), new Browser(url)]
     for (const visitor of [first, second]) {

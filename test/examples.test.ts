@@ -13,7 +13,15 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { ENTRIES } from '../tsup.config.js'
-import { cleanUpExamples, exited, groupAlive, listening, root, startExample, startNpmScript } from './helpers/examples.js'
+import {
+  cleanUpExamples,
+  exited,
+  groupAlive,
+  listening,
+  root,
+  startExample,
+  startNpmScript,
+} from './helpers/examples.js'
 import { freePort } from './helpers/redis.js'
 import { until } from './helpers/wait.js'
 
@@ -22,19 +30,35 @@ cleanUpExamples()
 describe('examples', () => {
   it('import the package by its name, which in the repository means src/ (tsconfig.json "paths", one per tsup entry), for tsx and tsc alike', () => {
     const specifier = (entry: string): string => (entry === 'index' ? 'airlock-shield' : `airlock-shield/${entry}`)
-    const expected = Object.fromEntries(Object.entries(ENTRIES).map(([entry, file]) => [specifier(entry), [`./${file}`]]))
+    const expected = Object.fromEntries(
+      Object.entries(ENTRIES).map(([entry, file]) => [specifier(entry), [`./${file}`]]),
+    )
     const read = (file: string) => JSON.parse(readFileSync(join(root, file), 'utf8'))
     expect(read('tsconfig.json').compilerOptions.paths).toEqual(expected)
     const exported = Object.keys(read('package.json').exports).filter((k) => k !== './package.json')
-    expect(exported.map((k) => specifier(k === '.' ? 'index' : k.slice(2))).sort()).toEqual(Object.keys(expected).sort())
+    expect(exported.map((k) => specifier(k === '.' ? 'index' : k.slice(2))).sort()).toEqual(
+      Object.keys(expected).sort(),
+    )
     // As `npx tsx examples/<file>` and `npm run demo` load them (not dist/, which the package's self-reference would give).
     const names = JSON.stringify(Object.keys(expected))
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `console.log(JSON.stringify(${names}.map((s) => import.meta.resolve(s))))`], {
-      cwd: root,
-      encoding: 'utf8',
-    })
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `console.log(JSON.stringify(${names}.map((s) => import.meta.resolve(s))))`,
+      ],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    )
     expect(run.stderr).toBe('')
-    expect(JSON.parse(run.stdout)).toEqual(Object.values(expected).map(([file]) => pathToFileURL(join(root, file!)).href))
+    expect(JSON.parse(run.stdout)).toEqual(
+      Object.values(expected).map(([file]) => pathToFileURL(join(root, file!)).href),
+    )
     for (const file of readdirSync(join(root, 'examples')).filter((f) => /\.(ts|mjs)$/.test(f))) {
       expect(readFileSync(join(root, 'examples', file), 'utf8'), file).not.toMatch(/from '\.\.?\//)
     }

@@ -11,14 +11,18 @@ const SECRET = 'f'.repeat(32)
 describe('Fastify plugin', () => {
   it('is a fastify-plugin named airlock-shield for Fastify 5, default and named export', () => {
     expect(defaultExport).toBe(airlockShield)
-    const meta = (airlockShield as unknown as Record<symbol, { name: string; fastify: string }>)[Symbol.for('plugin-meta')]
+    const meta = (airlockShield as unknown as Record<symbol, { name: string; fastify: string }>)[
+      Symbol.for('plugin-meta')
+    ]
     expect(meta).toMatchObject({ name: 'airlock-shield', fastify: '5.x' })
   })
 
   it('fails at startup with ERR_AIRLOCK_OPTION on bad plugin or route options', async () => {
     const bad = Fastify()
     await expect(bad.register(airlockShield, { limit: 0 })).rejects.toSatisfy(
-      (err: unknown) => isAirlockError(err, 'ERR_AIRLOCK_OPTION') && /limit must be a positive integer, got 0/.test((err as Error).message),
+      (err: unknown) =>
+        isAirlockError(err, 'ERR_AIRLOCK_OPTION') &&
+        /limit must be a positive integer, got 0/.test((err as Error).message),
     )
     const unnamed = Fastify()
     await unnamed.register(airlockShield, { logger: recordingLogger(), secret: SECRET })
@@ -37,7 +41,14 @@ describe('Fastify plugin', () => {
     const site = memoryStore()
     const api = countingStore(memoryStore())
     await app.register(airlockShield, { limit: 1, store: site, secret: SECRET, logger: recordingLogger() })
-    await app.register(airlockShield, { name: 'api', mode: 'request', global: false, limit: 1, store: api, logger: recordingLogger() })
+    await app.register(airlockShield, {
+      name: 'api',
+      mode: 'request',
+      global: false,
+      limit: 1,
+      store: api,
+      logger: recordingLogger(),
+    })
     app.get('/', async (_req, reply) => `site ${reply.airlock.decision?.kind}`)
     app.get('/api/slow', { config: { airlock: 'api' } }, async (_req, reply) => {
       await new Promise((r) => setTimeout(r, 100))
@@ -61,7 +72,10 @@ describe('Fastify plugin', () => {
     await twice.register(airlockShield, { secret: SECRET, logger: recordingLogger() })
     await expect(twice.register(airlockShield, { secret: SECRET, logger: recordingLogger() })).rejects.toSatisfy(
       (err: unknown) =>
-        isAirlockError(err, 'ERR_AIRLOCK_OPTION') && /already registered with a gate named 'default': give this registration its own name/.test((err as Error).message),
+        isAirlockError(err, 'ERR_AIRLOCK_OPTION') &&
+        /already registered with a gate named 'default': give this registration its own name/.test(
+          (err as Error).message,
+        ),
     )
     await twice.close().catch(() => {})
   })
@@ -71,7 +85,11 @@ describe('Fastify plugin', () => {
     const app = Fastify()
     await app.register(airlockShield, { global: false, store, secret: SECRET, logger: recordingLogger() })
     app.get('/free', async () => 'free')
-    app.get('/gated', { config: { airlock: { name: 'gated', limit: 5 } } }, async (_req, reply) => reply.airlock.decision?.kind)
+    app.get(
+      '/gated',
+      { config: { airlock: { name: 'gated', limit: 5 } } },
+      async (_req, reply) => reply.airlock.decision?.kind,
+    )
     await app.ready()
     expect((await app.inject('/free')).body).toBe('free')
     expect(store.total()).toBe(0)
@@ -87,7 +105,12 @@ describe('Fastify plugin', () => {
   it('route-level gates inherit the store and secret but pick their own cookie', async () => {
     const store = memoryStore()
     const app = Fastify()
-    await app.register(airlockShield, { store, secret: SECRET, cookie: { name: 'site_pass', sameSite: 'strict' }, logger: recordingLogger() })
+    await app.register(airlockShield, {
+      store,
+      secret: SECRET,
+      cookie: { name: 'site_pass', sameSite: 'strict' },
+      logger: recordingLogger(),
+    })
     app.get('/', async () => 'home')
     app.get('/c', { config: { airlock: { name: 'c', limit: 1 } } }, async () => 'c')
     const home = await app.inject('/')
@@ -122,9 +145,15 @@ describe('Fastify plugin', () => {
 })
 
 describe('one path: bypass rules judge the path Fastify routes (issue 25)', () => {
-  it("with useSemicolonDelimiter, GET /admin;.css is /admin to the gate too: no bypass by a /\\.css$/ rule", async () => {
+  it('with useSemicolonDelimiter, GET /admin;.css is /admin to the gate too: no bypass by a /\\.css$/ rule', async () => {
     const app = Fastify({ routerOptions: { useSemicolonDelimiter: true } } as never) as ReturnType<typeof Fastify>
-    await app.register(airlockShield, { limit: 1, secret: 's'.repeat(32), store: memoryStore(), bypass: [/\.css$/], logger: { warn() {} } })
+    await app.register(airlockShield, {
+      limit: 1,
+      secret: 's'.repeat(32),
+      store: memoryStore(),
+      bypass: [/\.css$/],
+      logger: { warn() {} },
+    })
     let reached = 0
     app.get('/admin', async () => {
       reached++
@@ -133,7 +162,11 @@ describe('one path: bypass rules judge the path Fastify routes (issue 25)', () =
     app.get('/style.css', async () => 'css')
     const holder = await app.inject({ url: '/admin', remoteAddress: '10.0.0.1' })
     expect(holder.statusCode).toBe(200)
-    const trick = await app.inject({ url: '/admin;.css', remoteAddress: '10.0.0.2', headers: { accept: 'application/json' } })
+    const trick = await app.inject({
+      url: '/admin;.css',
+      remoteAddress: '10.0.0.2',
+      headers: { accept: 'application/json' },
+    })
     expect(trick.statusCode).toBe(503)
     expect(reached).toBe(1)
     expect((await app.inject({ url: '/style.css', remoteAddress: '10.0.0.3' })).body).toBe('css') // a real stylesheet is still bypassed
@@ -148,7 +181,9 @@ describe('misuse of the plugin caught at startup (issue 25)', () => {
       await sub.register(airlockShield, { secret: 's'.repeat(32), store: memoryStore(), logger: { warn() {} } })
     })
     app.get('/', async () => 'ungated')
-    await expect(app.ready()).rejects.toThrow(/^airlockShield gates no route: register it on the app itself \(not inside app\.register\(\.\.\.\)\) and before your routes/)
+    await expect(app.ready()).rejects.toThrow(
+      /^airlockShield gates no route: register it on the app itself \(not inside app\.register\(\.\.\.\)\) and before your routes/,
+    )
   })
 
   it('registered on the app before its routes: fine; with no route at all: fine', async () => {

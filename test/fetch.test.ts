@@ -22,7 +22,8 @@ function shield(options: FetchAirlockOptions): FetchAirlock {
   return s
 }
 
-const get = (path: string, headers: Record<string, string> = {}) => new Request(`http://shop.example${path}`, { headers })
+const get = (path: string, headers: Record<string, string> = {}) =>
+  new Request(`http://shop.example${path}`, { headers })
 const cookieOf = (r: Response): string => r.headers.getSetCookie()[0]!.split(';')[0]!
 
 describe('airlock-shield/fetch', () => {
@@ -38,7 +39,11 @@ describe('airlock-shield/fetch', () => {
     const pass = cookieOf(first)
     expect(pass).toMatch(/^airlock_pass=p1~default~/)
     const other = await app(get('/', JSON_ACCEPT))
-    expect([other.status, other.headers.get('retry-after'), await other.json()]).toEqual([503, '5', { status: 'busy', reason: 'full', retryAfter: 5 }])
+    expect([other.status, other.headers.get('retry-after'), await other.json()]).toEqual([
+      503,
+      '5',
+      { status: 'busy', reason: 'full', retryAfter: 5 },
+    ])
     const again = await app(get('/', { cookie: pass }))
     expect([again.status, await again.text()]).toEqual([200, 'hello pass'])
     expect((await gate.gate.state()).held).toBe(1)
@@ -60,7 +65,7 @@ describe('airlock-shield/fetch', () => {
     expect((await gate.gate.state()).held).toBe(0)
   })
 
-  it('headers: what the route\'s response must carry, for a middleware that never sees it (Next.js proxy.ts)', async () => {
+  it("headers: what the route's response must carry, for a middleware that never sees it (Next.js proxy.ts)", async () => {
     const gate = shield({ limit: 1 })
     const answer = await gate.check(get('/', { accept: 'text/html' }))
     expect(answer.response).toBeUndefined()
@@ -94,12 +99,20 @@ describe('airlock-shield/fetch', () => {
 
     it('without one (a Request carries none, no clientAddress, no trustProxy), no share is counted: every newcomer gets a slot', async () => {
       const app = shield(share).wrap(ok)
-      expect(await statuses(app, Array.from({ length: 5 }, () => get('/')))).toEqual([200, 200, 200, 200, 200])
+      expect(
+        await statuses(
+          app,
+          Array.from({ length: 5 }, () => get('/')),
+        ),
+      ).toEqual([200, 200, 200, 200, 200])
     })
 
     it("clientAddress(request, ...context) names the client: its share holds (Bun's server.requestIP, Deno's info.remoteAddr)", async () => {
       const server = { requestIP: () => ({ address: '203.0.113.9' }) }
-      const app = shield({ ...share, clientAddress: (_request, context) => (context as typeof server).requestIP().address }).wrap((_r: Request, _s: typeof server) => ok())
+      const app = shield({
+        ...share,
+        clientAddress: (_request, context) => (context as typeof server).requestIP().address,
+      }).wrap((_r: Request, _s: typeof server) => ok())
       const answers = []
       for (let i = 0; i < 4; i++) answers.push((await app(get('/', JSON_ACCEPT), server)).status)
       expect(answers).toEqual([200, 200, 503, 503])
@@ -108,9 +121,18 @@ describe('airlock-shield/fetch', () => {
     it("trustProxy: the first X-Forwarded-For address is the client's; without it the header is not believed", async () => {
       const from = (ip: string) => get('/', { ...JSON_ACCEPT, 'x-forwarded-for': `${ip}, 10.0.0.1` })
       const trusting = shield({ ...share, name: 'trusting', trustProxy: true }).wrap(ok)
-      expect(await statuses(trusting, [from('198.51.100.1'), from('198.51.100.1'), from('198.51.100.1'), from('198.51.100.2')])).toEqual([200, 200, 503, 200])
+      expect(
+        await statuses(trusting, [
+          from('198.51.100.1'),
+          from('198.51.100.1'),
+          from('198.51.100.1'),
+          from('198.51.100.2'),
+        ]),
+      ).toEqual([200, 200, 503, 200])
       const plain = shield({ ...share, name: 'plain' }).wrap(ok)
-      expect(await statuses(plain, [from('198.51.100.1'), from('198.51.100.1'), from('198.51.100.1')])).toEqual([200, 200, 200])
+      expect(await statuses(plain, [from('198.51.100.1'), from('198.51.100.1'), from('198.51.100.1')])).toEqual([
+        200, 200, 200,
+      ])
     })
   })
 })

@@ -34,7 +34,18 @@ const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.lengt
 const int = (below: number): number => Math.floor(random() * below)
 
 /** Odd values of every type that is not a number or a string. */
-const OTHER_TYPES: Array<() => unknown> = [() => true, () => false, () => [], () => [int(10)], () => ({}), () => ({ value: int(10) }), () => 10n, () => Symbol('x'), () => new Date(), () => () => 1]
+const OTHER_TYPES: Array<() => unknown> = [
+  () => true,
+  () => false,
+  () => [],
+  () => [int(10)],
+  () => ({}),
+  () => ({ value: int(10) }),
+  () => 10n,
+  () => Symbol('x'),
+  () => new Date(),
+  () => () => 1,
+]
 /** Numbers no option of a numeric kind takes. */
 const ODD_NUMBERS: Array<() => number> = [
   () => Number.NaN,
@@ -62,17 +73,40 @@ const ODD: Partial<Record<Kind, () => unknown>> = {
   durationOrZero: () => pick([pick(ODD_NUMBERS), pick(ODD_DURATION_TEXT), pick(OTHER_TYPES)])(),
   // A wait may be a fraction of a millisecond (as setTimeout's); 0 tries once, Infinity waits.
   wait: () => pick([pick(ODD_NUMBERS.filter((_, i) => i !== 3)), pick(ODD_DURATION_TEXT), pick(OTHER_TYPES)])(),
-  seconds: () => pick([pick(ODD_NUMBERS), () => 3601 + int(1e6), () => String(1 + int(60)), pick(OTHER_TYPES), () => 0])(),
+  seconds: () =>
+    pick([pick(ODD_NUMBERS), () => 3601 + int(1e6), () => String(1 + int(60)), pick(OTHER_TYPES), () => 0])(),
   // (A function is a live limit where a count may be one: not among a count's odd values.)
   count: () => pick([pick(ODD_COUNTS), () => String(1 + int(100)), pick(OTHER_TYPES.slice(0, 9)), () => 0])(),
   countOrZero: () => pick([pick(ODD_COUNTS), () => String(1 + int(100)), pick(OTHER_TYPES.slice(0, 9))])(),
   boolean: () => pick([() => pick(['true', 'false', 'yes', '1', '']), () => int(2), pick(OTHER_TYPES.slice(2))])(),
   function: () => pick([() => 'fn', () => int(10), pick(OTHER_TYPES.slice(0, 7))])(),
-  signal: () => pick([() => 'abort', () => ({ aborted: false }), () => new AbortController(), pick(OTHER_TYPES.slice(0, 7))])(),
-  name: () => pick([() => '', () => `a ${int(9)}`, () => 'x'.repeat(65 + int(100)), () => `{${int(9)}}`, () => int(10), pick(OTHER_TYPES.slice(0, 7))])(),
-  choice: () => pick([() => pick(['Session', 'REQUEST', 'sessions', 'fifo ', 'lax ', 'Strict!', 'open ', 'closed?', 'nope']), () => int(3), pick(OTHER_TYPES.slice(0, 7))])(),
+  signal: () =>
+    pick([() => 'abort', () => ({ aborted: false }), () => new AbortController(), pick(OTHER_TYPES.slice(0, 7))])(),
+  name: () =>
+    pick([
+      () => '',
+      () => `a ${int(9)}`,
+      () => 'x'.repeat(65 + int(100)),
+      () => `{${int(9)}}`,
+      () => int(10),
+      pick(OTHER_TYPES.slice(0, 7)),
+    ])(),
+  choice: () =>
+    pick([
+      () => pick(['Session', 'REQUEST', 'sessions', 'fifo ', 'lax ', 'Strict!', 'open ', 'closed?', 'nope']),
+      () => int(3),
+      pick(OTHER_TYPES.slice(0, 7)),
+    ])(),
   object: () => pick([() => 'x', () => int(10), () => true, () => () => 1])(),
-  store: () => pick([() => 'memory', () => 'redis://127.0.0.1:6379', () => int(10), () => ({}), () => ({ kind: 'memory' }), () => true])(),
+  store: () =>
+    pick([
+      () => 'memory',
+      () => 'redis://127.0.0.1:6379',
+      () => int(10),
+      () => ({}),
+      () => ({ kind: 'memory' }),
+      () => true,
+    ])(),
 }
 const PER_OPTION = 6
 
@@ -115,9 +149,13 @@ function misspelled(target: Target): Row[] {
   const levels = ['', ...(target.nested ?? [])]
   for (const level of levels) {
     const prefix = level === '' ? '' : `${level}.`
-    const keys = target.specs.map(([o]) => o).filter((o) => o.startsWith(prefix) && !o.slice(prefix.length).includes('.')).map((o) => o.slice(prefix.length))
+    const keys = target.specs
+      .map(([o]) => o)
+      .filter((o) => o.startsWith(prefix) && !o.slice(prefix.length).includes('.'))
+      .map((o) => o.slice(prefix.length))
     for (const key of keys) {
-      for (const miss of nearMisses(key)) if (!keys.includes(miss)) out.push({ option: prefix + miss, value: 1, meant: key })
+      for (const miss of nearMisses(key))
+        if (!keys.includes(miss)) out.push({ option: prefix + miss, value: 1, meant: key })
     }
   }
   return out
@@ -128,10 +166,21 @@ function secondsForMs(target: Target): Row[] {
   if (target.name === 'lease.refresh') return []
   return target.specs
     .filter(([option, kind]) => kind === 'duration' && /^(ttl|passTtl|provisionalTtl)$/.test(option))
-    .flatMap(([option]) => [5, 30, 60, 1 + int(999)].map((value) => ({ option, value, says: `${option} is in milliseconds: ${value} is ${value} ms; did you mean '${value}s'?` })))
+    .flatMap(([option]) =>
+      [5, 30, 60, 1 + int(999)].map((value) => ({
+        option,
+        value,
+        says: `${option} is in milliseconds: ${value} is ${value} ms; did you mean '${value}s'?`,
+      })),
+    )
 }
 
-const all = targets.map((target) => ({ target, odd: generated(target), misses: misspelled(target), seconds: secondsForMs(target) }))
+const all = targets.map((target) => ({
+  target,
+  odd: generated(target),
+  misses: misspelled(target),
+  seconds: secondsForMs(target),
+}))
 
 /** Each row refused with a message naming its option; the rows that were not, described. */
 async function wrong(target: Target, rows: Row[]): Promise<string[]> {
@@ -146,9 +195,16 @@ async function wrong(target: Target, rows: Row[]): Promise<string[]> {
     }
     const message = (err as Error).message
     const leaf = row.option.slice(row.option.lastIndexOf('.') + 1)
-    const names = row.meant !== undefined ? message.includes(`'${leaf}'`) && message.includes(`did you mean '${row.meant}'?`) : message.includes(leaf)
-    if (!names) out.push(`${label}: the message does not name ${row.meant !== undefined ? `'${leaf}' and '${row.meant}'` : leaf}: ${message}`)
-    else if (row.says !== undefined && !message.includes(row.says)) out.push(`${label}: expected "${row.says}", got: ${message}`)
+    const names =
+      row.meant !== undefined
+        ? message.includes(`'${leaf}'`) && message.includes(`did you mean '${row.meant}'?`)
+        : message.includes(leaf)
+    if (!names)
+      out.push(
+        `${label}: the message does not name ${row.meant !== undefined ? `'${leaf}' and '${row.meant}'` : leaf}: ${message}`,
+      )
+    else if (row.says !== undefined && !message.includes(row.says))
+      out.push(`${label}: expected "${row.says}", got: ${message}`)
   }
   return out
 }
@@ -157,7 +213,16 @@ describe(`the options fuzz (seed ${SEED}; FUZZ_SEED=n for another)`, () => {
   it('throws at least 1,000 generated odd values, misspellings and unit mistakes', () => {
     const total = all.reduce((n, t) => n + t.odd.length + t.misses.length + t.seconds.length, 0)
     expect(total).toBeGreaterThanOrEqual(1_000)
-    expect(all.map((t) => t.target.name)).toEqual(expect.arrayContaining(['airlockControl', 'control.set', 'throttle', 'createLockServer', 'createProxy', 'createDashboard']))
+    expect(all.map((t) => t.target.name)).toEqual(
+      expect.arrayContaining([
+        'airlockControl',
+        'control.set',
+        'throttle',
+        'createLockServer',
+        'createProxy',
+        'createDashboard',
+      ]),
+    )
   })
 
   for (const { target, odd, misses, seconds } of all) {

@@ -33,15 +33,18 @@ describe('every option of every public factory', () => {
     if (target.whole) for (const value of ['x', 1, true, null]) table.push({ option: target.label, value, whole: true })
 
     describe(target.name, () => {
-      it.each(table.map((r) => [`${r.option} = ${show(r.value)}`, r] as const))('%s → ERR_AIRLOCK_OPTION naming it', async (_, row) => {
-        const calls = store.total()
-        const options = row.whole ? row.value : { ...target.base, ...patch(row.option, row.value) }
-        const err = await failure(() => target.make(options))
-        expect(isAirlockError(err, 'ERR_AIRLOCK_OPTION'), String(err)).toBe(true)
-        const named = row.option === UNKNOWN || row.option.endsWith(`.${UNKNOWN}`) ? `'${UNKNOWN}'` : row.option
-        expect((err as Error).message).toContain(named)
-        expect(store.total(), 'no store call before the options were checked').toBe(calls)
-      })
+      it.each(table.map((r) => [`${r.option} = ${show(r.value)}`, r] as const))(
+        '%s → ERR_AIRLOCK_OPTION naming it',
+        async (_, row) => {
+          const calls = store.total()
+          const options = row.whole ? row.value : { ...target.base, ...patch(row.option, row.value) }
+          const err = await failure(() => target.make(options))
+          expect(isAirlockError(err, 'ERR_AIRLOCK_OPTION'), String(err)).toBe(true)
+          const named = row.option === UNKNOWN || row.option.endsWith(`.${UNKNOWN}`) ? `'${UNKNOWN}'` : row.option
+          expect((err as Error).message).toContain(named)
+          expect(store.total(), 'no store call before the options were checked').toBe(calls)
+        },
+      )
 
       it.each(target.valid.map((v) => [JSON.stringify(v, (_k, x) => (x === Infinity ? 'Infinity' : x)), v] as const))(
         'accepts %s',
@@ -61,7 +64,8 @@ describe('the measured symptoms (issue 12)', () => {
     await expect(attempt()).rejects.toSatisfy(
       (err: Error) =>
         isAirlockError(err, 'ERR_AIRLOCK_OPTION') &&
-        err.message === 'ttl must be at most 2147483647 ms (about 24.8 days, the longest a timer can wait), got 8589934592',
+        err.message ===
+          'ttl must be at most 2147483647 ms (about 24.8 days, the longest a timer can wait), got 8589934592',
     )
     expect(counted.total()).toBe(0)
   })
@@ -104,7 +108,9 @@ describe('misuse caught with one sentence (issue 25)', () => {
     try {
       const r = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`)
       expect(r.status).toBe(500)
-      expect(seen).toEqual(['airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)'])
+      expect(seen).toEqual([
+        'airlock is a middleware factory: write app.use(airlock({ limit: 20, ... })), not app.use(airlock)',
+      ])
     } finally {
       server.close()
     }
@@ -112,45 +118,79 @@ describe('misuse caught with one sentence (issue 25)', () => {
 
   it('redisStore(redis), a client where { client } is expected, is refused naming the fix', () => {
     const redis = new Redis({ lazyConnect: true })
-    expect(() => redisStore(redis as never)).toThrow('redisStore() takes an options object: write redisStore({ client: redis }), not redisStore(redis)')
+    expect(() => redisStore(redis as never)).toThrow(
+      'redisStore() takes an options object: write redisStore({ client: redis }), not redisStore(redis)',
+    )
     redis.disconnect()
   })
 })
 
 describe('durations people can read, and unit mistakes caught (issue 25)', () => {
   it("every duration also takes '250ms', '60s', '5m', '1h'; a bare number stays milliseconds", () => {
-    const gate = createGate({ passTtl: '5m', provisionalTtl: '10s', recheckInterval: '2.5s', storeTimeout: '250ms', secret: SECRET, logger: recordingLogger() })
-    expect([gate.passTtl, gate.provisionalTtl, gate.recheckInterval, gate.storeTimeout]).toEqual([300_000, 10_000, 2_500, 250])
+    const gate = createGate({
+      passTtl: '5m',
+      provisionalTtl: '10s',
+      recheckInterval: '2.5s',
+      storeTimeout: '250ms',
+      secret: SECRET,
+      logger: recordingLogger(),
+    })
+    expect([gate.passTtl, gate.provisionalTtl, gate.recheckInterval, gate.storeTimeout]).toEqual([
+      300_000, 10_000, 2_500, 250,
+    ])
     expect(createGate({ passTtl: 90_000, secret: SECRET, logger: recordingLogger() }).passTtl).toBe(90_000)
     expect(createSemaphore({ name: 'readable', limit: 1, ttl: '1h' as never }).ttl).toBe(3_600_000)
-    expect(() => createGate({ passTtl: '5 minutes' as never })).toThrow("passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got \"5 minutes\"")
+    expect(() => createGate({ passTtl: '5 minutes' as never })).toThrow(
+      "passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got \"5 minutes\"",
+    )
   })
 
   it('passTtl: 60 (surely seconds) and retryAfter: 5000 (surely milliseconds) are refused with the likely intent', () => {
-    expect(() => createGate({ passTtl: 60 })).toThrow("passTtl is in milliseconds: 60 is 60 ms; did you mean '60s'? (write '60ms' if you do mean milliseconds)")
-    expect(createGate({ passTtl: '600ms', provisionalTtl: '300ms', recheckInterval: '300ms', secret: SECRET, logger: recordingLogger() }).passTtl).toBe(600)
-    expect(() => createGate({ retryAfter: 5000 })).toThrow('retryAfter is in seconds and at most 3600 (an hour): 5000 is 83 min; did you mean 5?')
+    expect(() => createGate({ passTtl: 60 })).toThrow(
+      "passTtl is in milliseconds: 60 is 60 ms; did you mean '60s'? (write '60ms' if you do mean milliseconds)",
+    )
+    expect(
+      createGate({
+        passTtl: '600ms',
+        provisionalTtl: '300ms',
+        recheckInterval: '300ms',
+        secret: SECRET,
+        logger: recordingLogger(),
+      }).passTtl,
+    ).toBe(600)
+    expect(() => createGate({ retryAfter: 5000 })).toThrow(
+      'retryAfter is in seconds and at most 3600 (an hour): 5000 is 83 min; did you mean 5?',
+    )
   })
 })
 
 describe('options the adversarial run found accepted (issue 25)', () => {
   it("the dashboard's interval: NaN, 0, -1, Infinity, 0.5 and 50 ms refused naming it; '1s' taken", async () => {
     const { createDashboard } = await import('../src/dashboard.js')
-    const make = (interval: unknown) => createDashboard({ token: 't'.repeat(24), store: memoryStore(), names: ['a'], interval: interval as never })
-    for (const bad of [Number.NaN, 0, -1, Infinity, 0.5, 50]) expect(() => make(bad), String(bad)).toThrow(/^interval must be/)
+    const make = (interval: unknown) =>
+      createDashboard({ token: 't'.repeat(24), store: memoryStore(), names: ['a'], interval: interval as never })
+    for (const bad of [Number.NaN, 0, -1, Infinity, 0.5, 50])
+      expect(() => make(bad), String(bad)).toThrow(/^interval must be/)
     await make('1s').close()
   })
 
   it("the proxy's metricsPath: '/', a query, a fragment, spaces, '//x' refused naming it", async () => {
     const { createProxy } = await import('../src/proxy.js')
     for (const bad of ['/', '/metrics?x=1', '/a#b', '/m x', '//x', 'metrics']) {
-      await expect(createProxy({ target: 'http://127.0.0.1:9', metricsPath: bad, secret: SECRET }), bad).rejects.toThrow(/^metricsPath must be a path of its own/)
+      await expect(
+        createProxy({ target: 'http://127.0.0.1:9', metricsPath: bad, secret: SECRET }),
+        bad,
+      ).rejects.toThrow(/^metricsPath must be a path of its own/)
     }
   })
 
   it("createLockServer takes a logger shaped as the gate's docs describe ({ warn }) instead of failing inside Fastify", async () => {
     const said: string[] = []
-    const server = createLockServer({ store: memoryStore(), apiKeys: { read: ['r'.repeat(24)], write: ['w'.repeat(24)] }, logger: { warn: (_o: object, m?: string) => void said.push(m ?? '') } as never })
+    const server = createLockServer({
+      store: memoryStore(),
+      apiKeys: { read: ['r'.repeat(24)], write: ['w'.repeat(24)] },
+      logger: { warn: (_o: object, m?: string) => void said.push(m ?? '') } as never,
+    })
     await server.close()
   })
 })

@@ -44,7 +44,18 @@ describe('packed package', () => {
   })
 
   it('ships dist, README, LICENSE and CHANGELOG, and no sources or tests', () => {
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/cli.js', 'README.md', 'LICENSE', 'package.json']))
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.cjs',
+        'dist/index.d.ts',
+        'dist/index.d.cts',
+        'dist/cli.js',
+        'README.md',
+        'LICENSE',
+        'package.json',
+      ]),
+    )
     expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false)
   })
 
@@ -52,18 +63,26 @@ describe('packed package', () => {
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([])
     const built = files.filter((f) => /^dist\/.*\.c?js$/.test(f))
     expect(built.length).toBeGreaterThan(10)
-    const pointing = built.filter((f) => readFileSync(join(dir, 'node_modules', 'airlock-shield', f), 'utf8').includes('//# sourceMappingURL='))
+    const pointing = built.filter((f) =>
+      readFileSync(join(dir, 'node_modules', 'airlock-shield', f), 'utf8').includes('//# sourceMappingURL='),
+    )
     expect(pointing).toEqual([])
   })
 
   it('ships every docs/*.md, and every file the README and those docs link to (pictures too)', () => {
     const shippedDocs = files.filter((f) => f.startsWith('docs/') && f.endsWith('.md'))
-    expect(shippedDocs.sort()).toEqual(readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`).sort())
+    expect(shippedDocs.sort()).toEqual(
+      readdirSync(join(root, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`)
+        .sort(),
+    )
     const linked = new Set<string>()
     for (const file of ['README.md', ...shippedDocs]) {
       for (const [, href] of readFileSync(join(root, file), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
         const target = href!.split('#')[0]!
-        if (target && !/^[a-z][a-z+.-]*:/i.test(target)) linked.add(posix.normalize(posix.join(posix.dirname(file), target)))
+        if (target && !/^[a-z][a-z+.-]*:/i.test(target))
+          linked.add(posix.normalize(posix.join(posix.dirname(file), target)))
       }
     }
     expect([...linked]).toEqual(expect.arrayContaining(['docs/gate.md', 'docs/busy-page.png', 'docs/waiting-page.png']))
@@ -159,12 +178,21 @@ client.disconnect()`,
     )
     const run = spawnSync(process.execPath, ['both.mjs'], { cwd: dir, encoding: 'utf8', timeout: 30_000 })
     expect(run.stderr).toBe('')
-    expect(JSON.parse(run.stdout)).toEqual({ distinct: true, isAirlockError: true, instanceOf: true, sharedStore: true, redisBrand: true })
+    expect(JSON.parse(run.stdout)).toEqual({
+      distinct: true,
+      isAirlockError: true,
+      instanceOf: true,
+      sharedStore: true,
+      redisBrand: true,
+    })
   })
 
   it('publint and @arethetypeswrong/cli find nothing wrong (every entry, every resolution mode)', () => {
     const bin = (name: string) => join(root, 'node_modules', '.bin', name)
-    const publint = spawnSync(bin('publint'), [join(dir, 'node_modules', 'airlock-shield'), '--strict'], { encoding: 'utf8', timeout: 60_000 })
+    const publint = spawnSync(bin('publint'), [join(dir, 'node_modules', 'airlock-shield'), '--strict'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
     expect(publint.status, publint.stdout + publint.stderr).toBe(0)
     expect(publint.stdout).toContain('All good!')
     const attw = spawnSync(bin('attw'), [tarball, '--format', 'ascii'], { encoding: 'utf8', timeout: 60_000 })
@@ -174,11 +202,24 @@ client.disconnect()`,
 
   it('the airlock executable runs a command under a Redis semaphore (ioredis resolved as a peer)', () => {
     const cli = join(dir, 'node_modules', 'airlock-shield', 'dist', 'cli.js')
-    expect(spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' }).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
+    expect(spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' }).stdout.trim()).toMatch(
+      /^\d+\.\d+\.\d+/,
+    )
     if (!redis) return
     const run = spawnSync(
       process.execPath,
-      [cli, 'exec', '--name', `pkg-cli-${process.pid}`, '--redis', redis.url, '--', process.execPath, '-e', 'process.exit(3)'],
+      [
+        cli,
+        'exec',
+        '--name',
+        `pkg-cli-${process.pid}`,
+        '--redis',
+        redis.url,
+        '--',
+        process.execPath,
+        '-e',
+        'process.exit(3)',
+      ],
       { cwd: dir, encoding: 'utf8', timeout: 30_000 },
     )
     expect(run.stderr).toBe('')
@@ -187,7 +228,10 @@ client.disconnect()`,
 
   describe('TypeScript projects with skipLibCheck: false, each with only its own peer installed', () => {
     const SECRET = "'consumer-secret-of-at-least-32-bytes!!'"
-    const consumers: Record<string, { peers: string[]; cjs?: boolean; absent: string[]; main: string; expected: unknown }> = {
+    const consumers: Record<
+      string,
+      { peers: string[]; cjs?: boolean; absent: string[]; main: string; expected: unknown }
+    > = {
       express: {
         peers: ['express@^5', '@types/express@^5'],
         absent: ['fastify', 'ioredis'],
@@ -301,16 +345,31 @@ void main()
         Object.entries(consumers).map(async ([name, c]) => {
           const d = mkdtempSync(join(tmpdir(), `airlock-ts-${name}-`))
           dirs[name] = d
-          writeFileSync(join(d, 'package.json'), JSON.stringify({ name: `ts-${name}`, private: true, ...(c.cjs ? {} : { type: 'module' }) }))
+          writeFileSync(
+            join(d, 'package.json'),
+            JSON.stringify({ name: `ts-${name}`, private: true, ...(c.cjs ? {} : { type: 'module' }) }),
+          )
           writeFileSync(
             join(d, 'tsconfig.json'),
             JSON.stringify({
-              compilerOptions: { strict: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', outDir: 'out', types: ['node'] },
+              compilerOptions: {
+                strict: true,
+                skipLibCheck: false,
+                module: 'nodenext',
+                moduleResolution: 'nodenext',
+                target: 'es2022',
+                outDir: 'out',
+                types: ['node'],
+              },
               include: ['main.ts'],
             }),
           )
           writeFileSync(join(d, 'main.ts'), c.main)
-          await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@^20', ...c.peers], { cwd: d })
+          await promisify(execFile)(
+            'npm',
+            ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@^20', ...c.peers],
+            { cwd: d },
+          )
         }),
       )
     }, 240_000)
@@ -318,30 +377,51 @@ void main()
       for (const d of Object.values(dirs)) rmSync(d, { recursive: true, force: true })
     })
 
-    it.each(Object.keys(consumers))('%s: compiles with the strictest library check and runs', (name) => {
-      const c = consumers[name]!
-      const d = dirs[name]!
-      for (const peer of c.absent) expect(existsSync(join(d, 'node_modules', peer)), `${peer} must not be installed`).toBe(false)
-      const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: d, encoding: 'utf8' })
-      expect(tsc.stdout + tsc.stderr).toBe('')
-      expect(tsc.status).toBe(0)
-      const run = spawnSync(process.execPath, ['out/main.js'], { cwd: d, encoding: 'utf8', timeout: 30_000 })
-      expect(run.stderr).toBe('')
-      expect(JSON.parse(run.stdout)).toEqual(c.expected)
-    }, 120_000) // a strict tsc of a project took over 30 s on the shared 2-core box
+    it.each(Object.keys(consumers))(
+      '%s: compiles with the strictest library check and runs',
+      (name) => {
+        const c = consumers[name]!
+        const d = dirs[name]!
+        for (const peer of c.absent)
+          expect(existsSync(join(d, 'node_modules', peer)), `${peer} must not be installed`).toBe(false)
+        const tsc = spawnSync(
+          process.execPath,
+          [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+          { cwd: d, encoding: 'utf8' },
+        )
+        expect(tsc.stdout + tsc.stderr).toBe('')
+        expect(tsc.status).toBe(0)
+        const run = spawnSync(process.execPath, ['out/main.js'], { cwd: d, encoding: 'utf8', timeout: 30_000 })
+        expect(run.stderr).toBe('')
+        expect(JSON.parse(run.stdout)).toEqual(c.expected)
+      },
+      120_000,
+    ) // a strict tsc of a project took over 30 s on the shared 2-core box
   })
 
   describe('the shipped examples, run in place in an app that installed the package', () => {
     // The peers and tools the examples' headers tell a user to install, at the repository's versions.
-    const devDependencies = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devDependencies as Record<string, string>
-    const installs = ['tsx', 'fastify', '@fastify/formbody', 'express', 'ioredis', '@types/node', '@types/express'].map((name) => `${name}@${devDependencies[name]}`)
+    const devDependencies = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devDependencies as Record<
+      string,
+      string
+    >
+    const installs = ['tsx', 'fastify', '@fastify/formbody', 'express', 'ioredis', '@types/node', '@types/express'].map(
+      (name) => `${name}@${devDependencies[name]}`,
+    )
     const SECRET = 'examples-secret-of-at-least-32-bytes!!'
     let app: string
     beforeAll(async () => {
       // Outside the repo: `airlock-shield` can only be the installed package (its dist/), never src/.
       app = mkdtempSync(join(tmpdir(), 'airlock-examples-'))
-      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'examples-check', private: true, type: 'module' }))
-      await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...installs], { cwd: app })
+      writeFileSync(
+        join(app, 'package.json'),
+        JSON.stringify({ name: 'examples-check', private: true, type: 'module' }),
+      )
+      await promisify(execFile)(
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...installs],
+        { cwd: app },
+      )
       // Servers for the two client examples, written as a user would, against the installed package.
       writeFileSync(
         join(app, 'pow-gate.mjs'),
@@ -374,7 +454,13 @@ console.log('lock server ready')
     /** A server example: started as its header says, answers its first visitor with a pass, stops on SIGTERM with 0. */
     const server = (ready: RegExp) => async (file: string) => {
       const port = await freePort()
-      const { child } = await startIn(app, process.execPath, ['--import', 'tsx', installed(file)], { PORT: String(port) }, ready)
+      const { child } = await startIn(
+        app,
+        process.execPath,
+        ['--import', 'tsx', installed(file)],
+        { PORT: String(port) },
+        ready,
+      )
       const r = await fetch(`http://127.0.0.1:${port}/`)
       expect(r.status).toBe(200)
       expect(r.headers.getSetCookie().some((c) => c.startsWith('airlock_pass='))).toBe(true)
@@ -391,8 +477,14 @@ console.log('lock server ready')
       'examples/fastify.ts': server(/Server listening at/),
       'examples/express.ts': server(/listening on/),
       'examples/waiting-room.ts': server(/waiting room demo on/),
-      'examples/semaphore.ts': program([/skipped, previous run still going/, /legacy backend: 10 calls served, at most [1-3] at once/]),
-      'examples/throttle.ts': program([/12 calls in \d+ ms, never more than 3 inside; slots held now: 0/, /impatient call: ERR_AIRLOCK_TIMEOUT/]),
+      'examples/semaphore.ts': program([
+        /skipped, previous run still going/,
+        /legacy backend: 10 calls served, at most [1-3] at once/,
+      ]),
+      'examples/throttle.ts': program([
+        /12 calls in \d+ ms, never more than 3 inside; slots held now: 0/,
+        /impatient call: ERR_AIRLOCK_TIMEOUT/,
+      ]),
       'examples/custom-store.ts': program([/acme got a slot: true, globex got a slot: true/]),
       'examples/pow-client.mjs': async (file) => {
         const port = await freePort()
@@ -412,27 +504,50 @@ console.log('lock server ready')
       },
     }
 
-    it('ships the examples a user can run (not the repository\'s demo), each importing the package by name', () => {
+    it("ships the examples a user can run (not the repository's demo), each importing the package by name", () => {
       expect(shipped().sort()).toEqual(Object.keys(runs).sort())
       const exported = new Set(Object.keys(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).exports))
       for (const file of shipped()) {
         const text = readFileSync(join(app, installed(file)), 'utf8')
         expect(text, file).not.toMatch(/from '\.\.?\/|\bsrc\//)
-        for (const [, spec] of text.matchAll(/from '(airlock-shield[^']*)'/g)) expect(exported, `${file}: ${spec}`).toContain(spec === 'airlock-shield' ? '.' : `./${spec!.slice('airlock-shield/'.length)}`)
+        for (const [, spec] of text.matchAll(/from '(airlock-shield[^']*)'/g))
+          expect(exported, `${file}: ${spec}`).toContain(
+            spec === 'airlock-shield' ? '.' : `./${spec!.slice('airlock-shield/'.length)}`,
+          )
       }
     })
 
-    it.each(Object.keys(runs))('%s runs against the installed package', async (file) => {
-      await runs[file]!(file)
-    }, 60_000)
+    it.each(Object.keys(runs))(
+      '%s runs against the installed package',
+      async (file) => {
+        await runs[file]!(file)
+      },
+      60_000,
+    )
 
     it('the shipped TypeScript examples compile against the installed types (strict)', () => {
-      const examples = shipped().filter((f) => f.endsWith('.ts')).map(installed)
+      const examples = shipped()
+        .filter((f) => f.endsWith('.ts'))
+        .map(installed)
       writeFileSync(
         join(app, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'] }, files: examples }),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+            types: ['node'],
+          },
+          files: examples,
+        }),
       )
-      const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8' })
+      const tsc = spawnSync(
+        process.execPath,
+        [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+        { cwd: app, encoding: 'utf8' },
+      )
       expect(tsc.stdout + tsc.stderr).toBe('')
       expect(tsc.status).toBe(0)
     }, 120_000)
@@ -444,13 +559,21 @@ console.log('lock server ready')
       // Outside the repo, so neither ioredis nor fastify can be found up the tree.
       app = mkdtempSync(join(tmpdir(), 'airlock-npx-'))
       writeFileSync(join(app, 'package.json'), '{"name":"npx-check","private":true}')
-      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app, stdio: 'ignore' })
+      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
+        cwd: app,
+        stdio: 'ignore',
+      })
     }, 120_000)
     afterAll(() => {
       rmSync(app, { recursive: true, force: true })
     })
     const npx = (args: string[], env: Record<string, string> = {}) =>
-      spawnSync('npx', ['--no-install', 'airlock', ...args], { cwd: app, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 })
+      spawnSync('npx', ['--no-install', 'airlock', ...args], {
+        cwd: app,
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+        timeout: 60_000,
+      })
 
     it('npx airlock --help works; the bin is executable', () => {
       expect(statSync(join(app, 'node_modules', '.bin', 'airlock')).mode & 0o111).not.toBe(0)
@@ -459,7 +582,11 @@ console.log('lock server ready')
       expect(help.stdout).toMatch(/^Usage: airlock <command>/)
       // The package's own name is a bin too: `npx airlock-shield ...` typed outside the app folder
       // runs this package, where `npx airlock` would fetch the registry's unrelated `airlock`.
-      const named = spawnSync('npx', ['--no-install', 'airlock-shield', '--help'], { cwd: app, encoding: 'utf8', timeout: 60_000 })
+      const named = spawnSync('npx', ['--no-install', 'airlock-shield', '--help'], {
+        cwd: app,
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
       expect(named.status).toBe(0)
       expect(named.stdout).toBe(help.stdout)
       expect(help.stdout).toMatch(/exec +run a command/)
@@ -477,7 +604,9 @@ console.log('lock server ready')
     it('serve without fastify: exit 69 and one line saying how to add it', () => {
       const run = npx(['serve', '--port', '0'], { AIRLOCK_WRITE_KEY: 'npx-check-key-0123456789' })
       expect(run.status).toBe(69)
-      expect(run.stderr).toContain('airlock: serve needs the optional dependency fastify, which is not installed: npm install fastify\n')
+      expect(run.stderr).toContain(
+        'airlock: serve needs the optional dependency fastify, which is not installed: npm install fastify\n',
+      )
     })
   })
 })

@@ -28,7 +28,8 @@ function sample(text: string, metric: string, labels: Record<string, string>): n
     if (!line.startsWith(`${metric}{`)) continue
     const inside = line.slice(metric.length + 1, line.indexOf('}'))
     const parts = inside.split(',')
-    if (want.every((w) => parts.includes(w)) && parts.length === want.length) return Number(line.slice(line.indexOf('}') + 2))
+    if (want.every((w) => parts.includes(w)) && parts.length === want.length)
+      return Number(line.slice(line.indexOf('}') + 2))
   }
   return undefined
 }
@@ -40,7 +41,9 @@ interface Site {
 
 async function fastifySite(gate: object, registry: Registry): Promise<Site> {
   const app = Fastify({ forceCloseConnections: true })
-  app.get('/metrics', { config: { airlock: false } }, async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()))
+  app.get('/metrics', { config: { airlock: false } }, async (_req, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  )
   await app.register(airlockShield, gate)
   app.get('/', async () => 'home')
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -93,15 +96,28 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
       const registry = new Registry()
       metrics = airlockMetrics({ registry, statusCacheMs: 0 })
       const name = `metrics-${adapter.toLowerCase()}`
-      site = await start({ name, limit: 7, store, secret: SECRET, queue: { maxLength: 3 }, storeTimeout: 500, logger: recordingLogger() }, registry)
+      site = await start(
+        {
+          name,
+          limit: 7,
+          store,
+          secret: SECRET,
+          queue: { maxLength: 3 },
+          storeTimeout: 500,
+          logger: recordingLogger(),
+        },
+        registry,
+      )
       // Each request a visitor of its own, from its own address (the client share counts by address).
-      const get = () => hit(`${site!.url}/`, { headers: { accept: 'text/html' }, from: nextAddress() }).then((r) => r.status)
+      const get = () =>
+        hit(`${site!.url}/`, { headers: { accept: 'text/html' }, from: nextAddress() }).then((r) => r.status)
       const statuses: number[] = []
       for (let i = 0; i < 15; i++) statuses.push(await get())
       expect(statuses).toEqual([...Array(7).fill(200), ...Array(3).fill(202), ...Array(5).fill(503)])
 
       let text = await (await fetch(`${site.url}/metrics`)).text()
-      const decisions = (kind: string, reason: string) => sample(text, 'airlock_decisions_total', { gate: name, kind, reason })
+      const decisions = (kind: string, reason: string) =>
+        sample(text, 'airlock_decisions_total', { gate: name, kind, reason })
       expect([decisions('admit', 'slot'), decisions('queued', ''), decisions('busy', 'full')]).toEqual([7, 3, 5])
       expect(sample(text, 'airlock_queue_events_total', { gate: name, event: 'enter' })).toBe(3)
       expect(sample(text, 'airlock_queue_events_total', { gate: name, event: 'full' })).toBe(5)
@@ -110,7 +126,9 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
       expect(sample(text, 'airlock_queue_length', { gate: name })).toBe(3)
       expect(sample(text, 'airlock_admissions_per_second', { gate: name })).toBeCloseTo(7 / 60, 6)
       expect(sample(text, 'airlock_breaker_open', { gate: name })).toBe(0)
-      expect(sample(text, 'airlock_store_duration_seconds_count', { store: 'redis', operation: 'acquire', outcome: 'ok' })).toBe(15)
+      expect(
+        sample(text, 'airlock_store_duration_seconds_count', { store: 'redis', operation: 'acquire', outcome: 'ok' }),
+      ).toBe(15)
 
       // A store outage: with onStoreError 'local' (the default) the 7 passes this instance gave are
       // its whole share of the limit, so a newcomer is busy.
@@ -118,7 +136,13 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
       expect(await get()).toBe(503)
       text = await (await fetch(`${site.url}/metrics`)).text()
       expect(decisions('busy', 'store-unavailable')).toBe(1)
-      expect(sample(text, 'airlock_store_duration_seconds_count', { store: 'redis', operation: 'acquire', outcome: 'error' })).toBe(1)
+      expect(
+        sample(text, 'airlock_store_duration_seconds_count', {
+          store: 'redis',
+          operation: 'acquire',
+          outcome: 'error',
+        }),
+      ).toBe(1)
       expect(sample(text, 'airlock_slots_held', { gate: name })).toBeUndefined() // unknown while the store is down
       expect([decisions('admit', 'slot'), decisions('queued', ''), decisions('busy', 'full')]).toEqual([7, 3, 5])
     }, 30_000)
@@ -126,7 +150,13 @@ describe.runIf(redisAvailable)('Prometheus metrics (airlock-shield/prometheus)',
 
   it('checks its options, and stop() unsubscribes and unregisters', () => {
     const registry = new Registry()
-    for (const bad of [{ prefix: 'has space' }, { buckets: [0] }, { registry: {} }, { statusCacheMs: -1 }, { nope: 1 }]) {
+    for (const bad of [
+      { prefix: 'has space' },
+      { buckets: [0] },
+      { registry: {} },
+      { statusCacheMs: -1 },
+      { nope: 1 },
+    ]) {
       let error: unknown
       try {
         airlockMetrics(bad as never)

@@ -28,10 +28,15 @@ const hasPhp = spawnSync('php', ['--version']).status === 0
 
 /** The README, and the pages its recipes moved to. */
 const PAGES = ['README.md', 'docs/stacks.md', 'docs/proxy.md', 'docs/semaphore.md'] as const
-const text = Object.fromEntries(PAGES.map((page) => [page, readFileSync(join(root, page), 'utf8')])) as Record<(typeof PAGES)[number], string>
+const text = Object.fromEntries(PAGES.map((page) => [page, readFileSync(join(root, page), 'utf8')])) as Record<
+  (typeof PAGES)[number],
+  string
+>
 /** The marked blocks of every page: name, language, code, page. */
 const marked = PAGES.flatMap((page) =>
-  [...text[page].matchAll(/^<!-- recipe: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)^```$/gm)].map(([, name, lang, code]) => ({ name: name!, lang: lang!, code: code!, page })),
+  [...text[page].matchAll(/^<!-- recipe: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)^```$/gm)].map(
+    ([, name, lang, code]) => ({ name: name!, lang: lang!, code: code!, page }),
+  ),
 )
 /** A recipe's file: PHP as a page, JavaScript as an ES module (the README's `node server.mjs`), TypeScript as it is. */
 const EXTENSION: Record<string, string> = { php: 'php', js: 'mjs', ts: 'ts' }
@@ -125,7 +130,11 @@ async function checkTry(c: Context): Promise<void> {
   expect(visitor.jar.has('airlock_pass')).toBe(true)
   expect((await visitor.get('/')).status).toBe(200)
   const busy = await new Browser(url, visitor.address).get('/')
-  expect([busy.status, busy.headers.get('retry-after'), busy.headers.get('content-type')]).toEqual([503, '5', 'text/html; charset=utf-8'])
+  expect([busy.status, busy.headers.get('retry-after'), busy.headers.get('content-type')]).toEqual([
+    503,
+    '5',
+    'text/html; charset=utf-8',
+  ])
   expect(busy.headers.get('airlock')).toBe('busy; reason=full; gate=default')
   const json = await new Browser(url, visitor.address).get('/', { headers: { accept: 'application/json' } })
   expect([json.status, JSON.parse(json.body)]).toEqual([503, { status: 'busy', reason: 'full', retryAfter: 5 }])
@@ -245,13 +254,28 @@ process.exit(0) // the recipe's Redis client is the app's to close
       const origin = await freePort()
       await startIn(c.dir, 'php', ['-S', `127.0.0.1:${origin}`, '-t', shop], {}, () => listening(origin))
       const port = await freePort()
-      const proxy = ['--import', 'tsx', join(root, 'src', 'cli.ts'), 'proxy', '--target', `http://127.0.0.1:${origin}`, '--limit', '1', '--port', String(port)]
+      const proxy = [
+        '--import',
+        'tsx',
+        join(root, 'src', 'cli.ts'),
+        'proxy',
+        '--target',
+        `http://127.0.0.1:${origin}`,
+        '--limit',
+        '1',
+        '--port',
+        String(port),
+      ]
       await startIn(c.dir, process.execPath, proxy, { ...c.env, REDIS_URL: '' }, () => listening(port))
       const url = `http://127.0.0.1:${port}`
       const [buyer, next] = [new Browser(url), new Browser(url)]
       expect([(await buyer.get('/')).body, (await next.get('/')).status]).toEqual(['in the shop', 503])
       const thanks = await buyer.get('/checkout.php')
-      expect([thanks.status, thanks.body, thanks.headers.get('airlock-command')]).toEqual([200, 'Thank you for your order!', null])
+      expect([thanks.status, thanks.body, thanks.headers.get('airlock-command')]).toEqual([
+        200,
+        'Thank you for your order!',
+        null,
+      ])
       const after = await next.get('/')
       expect([after.status, after.body]).toEqual([200, 'in the shop'])
     },
@@ -300,30 +324,60 @@ describe('the README', () => {
     expect(where('docs/semaphore.md')).toEqual(expect.arrayContaining(['cron-overlap', 'fragile-backend', 'throttle']))
     // The README's, and the semaphore page's (docs/stacks.md and docs/proxy.md also show fragments of servers in a larger app: NestJS, createProxy).
     for (const page of ['README.md', 'docs/semaphore.md'] as const) {
-      const servers = [...text[page].matchAll(/```(?:ts|js)\n([\s\S]*?)^```$/gm)].filter(([, code]) => /\.listen\(/.test(code!))
+      const servers = [...text[page].matchAll(/```(?:ts|js)\n([\s\S]*?)^```$/gm)].filter(([, code]) =>
+        /\.listen\(/.test(code!),
+      )
       if (page === 'README.md') expect(servers.length).toBeGreaterThanOrEqual(4)
-      for (const [, code] of servers) expect(marked.map((r) => r.code), page).toContain(code)
+      for (const [, code] of servers)
+        expect(
+          marked.map((r) => r.code),
+          page,
+        ).toContain(code)
     }
   })
 
-  it.for(Object.keys(RECIPES))('recipe %s runs as written and does what the README says', { timeout: 60_000 }, async (name, { skip }) => {
-    const recipe = RECIPES[name]!
-    if ((recipe.needs === 'redis' && !redis) || (recipe.needs === 'php' && !hasPhp)) skip(`needs ${recipe.needs}`)
-    const env = { TSX_TSCONFIG_PATH: join(root, 'tsconfig.json'), REDIS_URL: redis?.url ?? '', AIRLOCK_SECRET: SECRET }
-    await recipe.check({ file: file(name), dir, env, held: async (n) => (await store!.state(n)).held })
-  })
+  it.for(Object.keys(RECIPES))(
+    'recipe %s runs as written and does what the README says',
+    { timeout: 60_000 },
+    async (name, { skip }) => {
+      const recipe = RECIPES[name]!
+      if ((recipe.needs === 'redis' && !redis) || (recipe.needs === 'php' && !hasPhp)) skip(`needs ${recipe.needs}`)
+      const env = {
+        TSX_TSCONFIG_PATH: join(root, 'tsconfig.json'),
+        REDIS_URL: redis?.url ?? '',
+        AIRLOCK_SECRET: SECRET,
+      }
+      await recipe.check({ file: file(name), dir, env, held: async (n) => (await store!.state(n)).held })
+    },
+  )
 
   it('its TypeScript recipes compile (strict), with what they leave to the reader', () => {
-    const paths = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths as Record<string, string[]>
+    const paths = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths as Record<
+      string,
+      string[]
+    >
     const absolute = Object.fromEntries(Object.entries(paths).map(([k, [v]]) => [k, [resolve(root, v!)]]))
     writeFileSync(
       join(dir, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, noEmit: true, skipLibCheck: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'], paths: absolute },
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          types: ['node'],
+          paths: absolute,
+        },
         files: marked.filter((r) => r.lang === 'ts').map((r) => file(r.name)),
       }),
     )
-    const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' })
+    const tsc = spawnSync(
+      process.execPath,
+      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+      { cwd: dir, encoding: 'utf8' },
+    )
     expect(tsc.stdout + tsc.stderr).toBe('')
     expect(tsc.status).toBe(0)
   }, 60_000)

@@ -8,7 +8,15 @@ import { airlock as fetchAirlock, type FetchAnswer } from '../src/fetch.js'
 import { airlock as honoAirlock, type AirlockVariables } from '../src/hono.js'
 import { airlock as koaAirlock, type KoaContext } from '../src/koa.js'
 import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
-import { createGate, type AirlockControl, type AirlockHandle, type Gate, type GateDecision, type GateOptions, type VisitorLanguage } from '../src/index.js'
+import {
+  createGate,
+  type AirlockControl,
+  type AirlockHandle,
+  type Gate,
+  type GateDecision,
+  type GateOptions,
+  type VisitorLanguage,
+} from '../src/index.js'
 
 describe('Fastify types', () => {
   test('reply.airlock, app.airlockGate and route config', () => {
@@ -39,12 +47,18 @@ describe('Fastify types', () => {
       return 'ok'
     })
     app.get('/health', { config: { airlock: false } }, async () => 'ok')
-    app.get('/checkout', { config: { airlock: { name: 'checkout', limit: 2, skip: (req) => req.ip === '::1' } } }, async () => 'ok')
+    app.get(
+      '/checkout',
+      { config: { airlock: { name: 'checkout', limit: 2, skip: (req) => req.ip === '::1' } } },
+      async () => 'ok',
+    )
     // @ts-expect-error a route-level gate needs its own name
     app.get('/bad', { config: { airlock: { limit: 2 } } }, async () => 'ok')
     // (A misspelt option inside route config is not caught by Fastify's config typing; it fails at startup.)
     expectTypeOf(app.airlockGate).toEqualTypeOf<Gate<FastifyRequest>>()
-    expectTypeOf<AirlockRouteConfig>().toEqualTypeOf<boolean | string | (GateOptions<FastifyRequest> & { name: string })>()
+    expectTypeOf<AirlockRouteConfig>().toEqualTypeOf<
+      boolean | string | (GateOptions<FastifyRequest> & { name: string })
+    >()
   })
 })
 
@@ -73,7 +87,8 @@ describe('core types', () => {
     const decision = {} as GateDecision
     if (decision.kind === 'busy') expectTypeOf(decision.response.status).toEqualTypeOf<number>()
     if (decision.kind === 'pass') expectTypeOf(decision.token).toEqualTypeOf<string>()
-    if (decision.kind === 'admit') expectTypeOf(decision.slot).toEqualTypeOf<import('../src/index.js').RequestSlot | undefined>()
+    if (decision.kind === 'admit')
+      expectTypeOf(decision.slot).toEqualTypeOf<import('../src/index.js').RequestSlot | undefined>()
     // @ts-expect-error mode is 'session' | 'request'
     createGate({ mode: 'queue' })
   })
@@ -92,14 +107,18 @@ describe('diagnostics channels', () => {
       'airlock:release': import('../src/index.js').ReleaseEvent
       'airlock:challenge': import('../src/index.js').ChallengeEvent
     }
-    expectTypeOf<keyof Payloads>().toEqualTypeOf<(typeof import('../src/index.js').CHANNELS)[number]>()
+    expectTypeOf<keyof Payloads>().toEqualTypeOf<typeof import('../src/index.js').CHANNELS[number]>()
     expectTypeOf<Payloads['airlock:limit']>().toHaveProperty('recent').toEqualTypeOf<number | null>()
   })
 })
 
 describe('fetch, Hono and Koa types', () => {
-  test('wrap keeps the handler\'s arguments; check answers a FetchAnswer; options are typed', () => {
-    const gate = fetchAirlock({ limit: 5, clientAddress: (request, server) => (server as { ip: string }).ip ?? request.url, trustProxy: true })
+  test("wrap keeps the handler's arguments; check answers a FetchAnswer; options are typed", () => {
+    const gate = fetchAirlock({
+      limit: 5,
+      clientAddress: (request, server) => (server as { ip: string }).ip ?? request.url,
+      trustProxy: true,
+    })
     const handler = gate.wrap((_request: Request, server: { ip: string }) => new Response(server.ip))
     expectTypeOf(handler).parameters.toEqualTypeOf<[Request, { ip: string }]>()
     expectTypeOf(gate.check(new Request('http://x/'))).toEqualTypeOf<FetchAnswer | Promise<FetchAnswer>>()
@@ -110,7 +129,9 @@ describe('fetch, Hono and Koa types', () => {
 
   test("Hono: c.var.airlock, and the gate's functions get the Context", () => {
     const app = new Hono<{ Variables: AirlockVariables }>()
-    app.use(honoAirlock({ limit: 5, skip: (c) => c.req.path === '/health', clientAddress: (c) => c.req.header('x-real-ip') }))
+    app.use(
+      honoAirlock({ limit: 5, skip: (c) => c.req.path === '/health', clientAddress: (c) => c.req.header('x-real-ip') }),
+    )
     app.get('/', (c) => {
       expectTypeOf(c.var.airlock).toEqualTypeOf<AirlockHandle>()
       return c.text('ok')

@@ -11,7 +11,14 @@ const out = process.argv[2] ?? 'docs/dashboard.png'
 const token = 'dashboard-screenshot-token-0123456789'
 const port = await freePort()
 const hug = spawn(process.execPath, ['--import', 'tsx', 'bench/hug.ts'], {
-  env: { ...process.env, SCENARIOS: 'session-redis|queue-redis', SECONDS: '25', DASHBOARD_PORT: String(port), AIRLOCK_DASHBOARD_TOKEN: token, UNLOADED_PAGES: '5' },
+  env: {
+    ...process.env,
+    SCENARIOS: 'session-redis|queue-redis',
+    SECONDS: '25',
+    DASHBOARD_PORT: String(port),
+    AIRLOCK_DASHBOARD_TOKEN: token,
+    UNLOADED_PAGES: '5',
+  },
   stdio: ['ignore', 'pipe', 'pipe'],
   detached: true, // its own process group: the hug and the servers it starts stop together
 })
@@ -19,7 +26,8 @@ let log = ''
 hug.stdout.on('data', (d: Buffer) => (log += d.toString()))
 hug.stderr.on('data', (d: Buffer) => (log += d.toString()))
 const waitFor = async (re: RegExp, ms: number): Promise<void> => {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) if (re.test(log)) return
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 200)))
+    if (re.test(log)) return
   throw new Error(`no ${re} within ${ms} ms:\n${log}`)
 }
 const browser = await launchChromium()

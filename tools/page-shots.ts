@@ -21,8 +21,24 @@ import { queuedJson, renderWaitingPage } from '../src/pages/waiting.js'
 const LANGUAGES = ['en', 'ar'] as const
 const PAGES: Record<string, (l: PageLanguage) => string> = {
   busy: (l) => renderBusyPage(20, undefined, l),
-  waiting: (l) => renderWaitingPage({ order: 'fifo', position: 1234, waiting: 5678, eta: 150, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }, l),
-  challenge: (l) => renderChallengePage({ challenge: 'not-a-real-challenge', difficulty: 30, noscriptDelay: 3_600_000, nonce: undefined }, l),
+  waiting: (l) =>
+    renderWaitingPage(
+      {
+        order: 'fifo',
+        position: 1234,
+        waiting: 5678,
+        eta: 150,
+        pollInterval: 60_000,
+        keepAliveInterval: 60_000,
+        nonce: undefined,
+      },
+      l,
+    ),
+  challenge: (l) =>
+    renderChallengePage(
+      { challenge: 'not-a-real-challenge', difficulty: 30, noscriptDelay: 3_600_000, nonce: undefined },
+      l,
+    ),
   left: (l) => renderLeftPage('/', l),
   'origin-502': (l) => originErrorPage(502, l),
 }

@@ -25,12 +25,14 @@ let started = 0
 let inside = 0
 let peak = 0
 
-const capacity = (): number => (started === 0 ? PHASES[0]! : PHASES[Math.min(PHASES.length - 1, Math.floor((Date.now() - started) / PHASE_MS))]!)
+const capacity = (): number =>
+  started === 0 ? PHASES[0]! : PHASES[Math.min(PHASES.length - 1, Math.floor((Date.now() - started) / PHASE_MS))]!
 
 /** The time a request arriving now takes (ms), and whether it fails. */
 function work(n: number, c: number): { ms: number; fails: boolean } {
   if (KIND === 'hard-cliff') return n > c ? { ms: 0, fails: true } : { ms: WORK, fails: false }
-  const [time, timeout] = KIND === 'gradual' ? [(WORK * Math.max(c, n)) / c, 10 * WORK] : [WORK * (1 + Math.max(0, n - c) / 4), 3 * WORK]
+  const [time, timeout] =
+    KIND === 'gradual' ? [(WORK * Math.max(c, n)) / c, 10 * WORK] : [WORK * (1 + Math.max(0, n - c) / 4), 3 * WORK]
   return time > timeout ? { ms: timeout, fails: true } : { ms: time, fails: false }
 }
 

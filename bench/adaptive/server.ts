@@ -65,7 +65,9 @@ console.log(`listening ${(app.server.address() as { port: number }).port}`)
 setInterval(() => {
   if (shield === 'under-pressure') return
   const t = Date.now()
-  void app.airlockGate.status().then((s) => console.log(JSON.stringify({ t, limit: app.airlockGate.limit, adaptive: s.adaptive?.limit ?? null })))
+  void app.airlockGate
+    .status()
+    .then((s) => console.log(JSON.stringify({ t, limit: app.airlockGate.limit, adaptive: s.adaptive?.limit ?? null })))
 }, 100).unref()
 process.on('SIGTERM', () => {
   void app.close().then(() => {

@@ -16,16 +16,30 @@ const end = Date.now() + seconds * 1000
 const address = (i: number): string => `127.1.${1 + Math.floor((i % addresses) / 250)}.${1 + ((i % addresses) % 250)}`
 
 async function loop(i: number): Promise<void> {
-  let client = new Client(url.origin, { localAddress: address(i), pipelining: 1, headersTimeout: 15_000, bodyTimeout: 15_000 })
+  let client = new Client(url.origin, {
+    localAddress: address(i),
+    pipelining: 1,
+    headersTimeout: 15_000,
+    bodyTimeout: 15_000,
+  })
   while (Date.now() < end) {
     try {
-      const r = await client.request({ method: 'GET', path: url.pathname + url.search, headers: { accept: 'text/html', 'user-agent': 'crowd' } })
+      const r = await client.request({
+        method: 'GET',
+        path: url.pathname + url.search,
+        headers: { accept: 'text/html', 'user-agent': 'crowd' },
+      })
       statuses[r.statusCode] = (statuses[r.statusCode] ?? 0) + 1
       await r.body.dump()
     } catch {
       errors++
       await client.destroy().catch(() => {})
-      client = new Client(url.origin, { localAddress: address(i), pipelining: 1, headersTimeout: 15_000, bodyTimeout: 15_000 })
+      client = new Client(url.origin, {
+        localAddress: address(i),
+        pipelining: 1,
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
+      })
       await new Promise((r) => setTimeout(r, 50))
     }
   }

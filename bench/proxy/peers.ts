@@ -17,7 +17,9 @@ import { Pool } from 'undici'
 const target = process.env.TARGET!
 const peer = process.env.PEER ?? 'floor'
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer'])
-const strip = (headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> => {
+const strip = (
+  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> => {
   const out: Record<string, string | string[]> = {}
   for (const k in headers) if (!HOP.has(k) && headers[k] !== undefined) out[k] = headers[k]!
   return out
@@ -38,7 +40,12 @@ if (peer === '503') {
   const server = createServer((req, res) => {
     const { host: _host, ...headers } = strip(req.headers)
     pool
-      .request({ method: req.method as 'GET', path: req.url ?? '/', headers, body: req.method === 'GET' || req.method === 'HEAD' ? null : req })
+      .request({
+        method: req.method as 'GET',
+        path: req.url ?? '/',
+        headers,
+        body: req.method === 'GET' || req.method === 'HEAD' ? null : req,
+      })
       .then(
         ({ statusCode, headers: h, body }) => {
           res.writeHead(statusCode, strip(h))

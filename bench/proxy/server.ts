@@ -25,9 +25,11 @@ const app = await createProxy({
 })
 await app.listen({ port: 0, host: '127.0.0.1' })
 console.log(`listening ${(app.server.address() as { port: number }).port}`)
-process.on('SIGTERM', () =>
-  void app.close().then(() => {
-    client?.disconnect()
-    process.exit(0)
-  }),
+process.on(
+  'SIGTERM',
+  () =>
+    void app.close().then(() => {
+      client?.disconnect()
+      process.exit(0)
+    }),
 )

@@ -43,7 +43,10 @@ app.post('/bench/start', async () => {
   runs.length = failed.length = 0
   return started
 })
-app.get('/bench/stats', async () => ({ runs: Array.from(runs, (n) => n ?? 0), failed: Array.from(failed, (n) => n ?? 0) }))
+app.get('/bench/stats', async () => ({
+  runs: Array.from(runs, (n) => n ?? 0),
+  failed: Array.from(failed, (n) => n ?? 0),
+}))
 app.get('/', async (_req, reply) => {
   count(runs)
   if (inside >= CAPACITY) {

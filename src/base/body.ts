@@ -33,13 +33,19 @@ export const SMALL_BODY: BodyLimits = Object.freeze({ limit: 4096, timeout: 10_0
 
 /** Reads `req`'s body as UTF-8 text within `limits`. Never rejects, never throws. */
 export function readBody(req: IncomingMessage, limits: BodyLimits = SMALL_BODY): Promise<BodyRead> {
-  const fail = (status: 400 | 408 | 413 | 415, message: string, aborted = false): BodyRead => ({ ok: false, status, message, aborted })
+  const fail = (status: 400 | 408 | 413 | 415, message: string, aborted = false): BodyRead => ({
+    ok: false,
+    status,
+    message,
+    aborted,
+  })
   const encoding = req.headers['content-encoding']
   if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') {
     return Promise.resolve(fail(415, 'send the body without Content-Encoding'))
   }
   const declared = req.headers['content-length']
-  if (declared !== undefined && Number(declared) > limits.limit) return Promise.resolve(fail(413, `the body is limited to ${limits.limit} bytes`))
+  if (declared !== undefined && Number(declared) > limits.limit)
+    return Promise.resolve(fail(413, `the body is limited to ${limits.limit} bytes`))
   if (req.readableEnded) return Promise.resolve({ ok: true, text: '' })
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
@@ -71,7 +77,10 @@ export function readBody(req: IncomingMessage, limits: BodyLimits = SMALL_BODY):
     }
     const onAborted = (): void => settle(fail(400, 'the body was cut off', true))
     const onClose = (): void => settle(fail(400, 'the body was cut off', true))
-    const timer = setTimeout(() => settle(fail(408, `the body did not arrive within ${limits.timeout} ms`)), limits.timeout)
+    const timer = setTimeout(
+      () => settle(fail(408, `the body did not arrive within ${limits.timeout} ms`)),
+      limits.timeout,
+    )
     timer.unref()
     req.on('data', onData)
     req.once('end', onEnd)

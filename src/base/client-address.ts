@@ -45,8 +45,12 @@ export function addressBlock(text: string): string | undefined {
   const [head = '', tail] = bare.split('::')
   const left = head === '' ? [] : head.split(':')
   const right = tail === undefined || tail === '' ? [] : tail.split(':')
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
-  return `ip:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+  return `ip:${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`
 }
 
 /** Whether a peer's forwarding headers are believed. */
@@ -65,7 +69,8 @@ export function trustPolicy(option: unknown, name = 'trustProxy'): TrustPolicy {
   if (option === true) return () => true
   const list = typeof option === 'string' ? option.split(',') : option
   const example = `('10.0.0.0/8', ['10.0.0.5', '::1'] or 'loopback')`
-  if (!Array.isArray(list) || list.some((a) => typeof a !== 'string')) optionError(`${name} must be true, false, or addresses and CIDRs ${example}, got ${received(option)}`)
+  if (!Array.isArray(list) || list.some((a) => typeof a !== 'string'))
+    optionError(`${name} must be true, false, or addresses and CIDRs ${example}, got ${received(option)}`)
   const blocks = new BlockList()
   const add = (entry: string): void => {
     const [address = '', bits] = entry.split('/')
@@ -117,9 +122,16 @@ export function clientBehind(remote: string, forwardedFor: string | string[] | u
 }
 
 /** The trusted hops between the client and the peer: the `X-Forwarded-For` entries after {@link clientBehind}'s pick, then the peer. */
-export function trustedChain(remote: string, forwardedFor: string | string[] | undefined, trusts: TrustPolicy): string[] {
+export function trustedChain(
+  remote: string,
+  forwardedFor: string | string[] | undefined,
+  trusts: TrustPolicy,
+): string[] {
   if (forwardedFor === undefined || !trusts(remote)) return [remote]
-  const list = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((h) => h.trim()).filter((h) => h !== '')
+  const list = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '')
   let i = list.length - 1
   while (i > 0 && trusts(list[i]!)) i--
   return [...list.slice(i).map((h) => plainAddress(h) ?? h), remote]

@@ -139,7 +139,17 @@ export const releaseChannel = diagnostics.channel('airlock:release')
 export const challengeChannel = diagnostics.channel('airlock:challenge')
 
 /** Every channel airlock publishes on, by name. */
-export const CHANNELS = ['airlock:decision', 'airlock:store', 'airlock:breaker', 'airlock:queue', 'airlock:control', 'airlock:limit', 'airlock:failover', 'airlock:release', 'airlock:challenge'] as const
+export const CHANNELS = [
+  'airlock:decision',
+  'airlock:store',
+  'airlock:breaker',
+  'airlock:queue',
+  'airlock:control',
+  'airlock:limit',
+  'airlock:failover',
+  'airlock:release',
+  'airlock:challenge',
+] as const
 
 /** Times `op` and publishes a store event, only while `airlock:store` has a subscriber. */
 export function timedStoreCall<T>(store: string, name: string, operation: string, op: () => Promise<T>): Promise<T> {

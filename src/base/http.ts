@@ -171,7 +171,10 @@ export function headAnswer<T extends { headers: Readonly<Record<string, string>>
 export function varyWith(existing: unknown, add: string): string {
   const before = Array.isArray(existing) ? existing.join(', ') : typeof existing === 'string' ? existing : ''
   if (before.trim() === '') return add
-  const names = before.split(',').map((n) => n.trim()).filter((n) => n !== '')
+  const names = before
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '')
   if (names.includes('*')) return '*'
   const seen = new Set(names.map((n) => n.toLowerCase()))
   for (const name of add.split(',')) {

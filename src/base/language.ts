@@ -36,7 +36,10 @@ export function canonicalTag(tag: string): string | undefined {
 /** True when the script of `tag`'s language runs right to left (Arabic, Hebrew, Persian, Urdu, ...). */
 export function rightToLeft(tag: string): boolean {
   try {
-    const locale = new Intl.Locale(tag) as Intl.Locale & { textInfo?: { direction?: string }; getTextInfo?: () => { direction?: string } }
+    const locale = new Intl.Locale(tag) as Intl.Locale & {
+      textInfo?: { direction?: string }
+      getTextInfo?: () => { direction?: string }
+    }
     return (locale.getTextInfo?.() ?? locale.textInfo)?.direction === 'rtl'
   } catch {
     return false

@@ -56,7 +56,8 @@ export function productBound(factor: number, product: string): DurationBound {
 }
 
 function atMost(option: string, value: number, bound: DurationBound, unit = 'ms', orElse = ''): void {
-  if (value > bound.max) optionError(`${option} must be at most ${bound.max} ${unit} (${bound.why})${orElse}, got ${value}`)
+  if (value > bound.max)
+    optionError(`${option} must be at most ${bound.max} ${unit} (${bound.why})${orElse}, got ${value}`)
 }
 
 /** A duration: milliseconds as a number, or text with its unit (`'250ms'`, `'60s'`, `'5m'`, `'1h'`). */
@@ -81,7 +82,9 @@ export function durationValue(value: unknown): unknown {
 export function duration(option: string, given: unknown, bound: DurationBound = TIMER_BOUND): number {
   const value = durationValue(given)
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    optionError(`${option} must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got ${received(given)}`)
+    optionError(
+      `${option} must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got ${received(given)}`,
+    )
   }
   atMost(option, value, bound)
   return value
@@ -100,7 +103,9 @@ export function durationOrZero(option: string, given: unknown): number {
  */
 export function notTinyMs(option: string, given: unknown, ms: number, least = 1000): number {
   if (typeof given === 'number' && ms < least) {
-    optionError(`${option} is in milliseconds: ${given} is ${given} ms; did you mean '${given}s'? (write '${given}ms' if you do mean milliseconds)`)
+    optionError(
+      `${option} is in milliseconds: ${given} is ${given} ms; did you mean '${given}s'? (write '${given}ms' if you do mean milliseconds)`,
+    )
   }
   return ms
 }
@@ -110,7 +115,9 @@ export function seconds(option: string, value: unknown): number {
   positiveInteger(option, value)
   if ((value as number) > 3600) {
     const n = value as number
-    optionError(`${option} is in seconds and at most 3600 (an hour): ${n} is ${Math.round(n / 60)} min; did you mean ${Math.max(1, Math.round(n / 1000))}?`)
+    optionError(
+      `${option} is in seconds and at most 3600 (an hour): ${n} is ${Math.round(n / 60)} min; did you mean ${Math.max(1, Math.round(n / 1000))}?`,
+    )
   }
   return value as number
 }
@@ -142,9 +149,7 @@ export function abortSignal(option: string, value: unknown): AbortSignal | undef
 /** A non-empty name made of characters safe in a Redis key and a cookie. */
 export function safeName(option: string, value: unknown): string {
   if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(value)) {
-    optionError(
-      `${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-', got ${received(value)}`,
-    )
+    optionError(`${option} must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-', got ${received(value)}`)
   }
   return value
 }

@@ -35,7 +35,11 @@ export function flagTable(text: string): FlagSpec[] {
 
 /** The flags every command words the same. */
 export const HELP_FLAG: FlagSpec = { name: 'help', short: 'h', help: 'show this help' }
-export const PREFIX_FLAG: FlagSpec = { name: 'prefix', value: 'PREFIX', help: "the Redis store's key prefix (default airlock)" }
+export const PREFIX_FLAG: FlagSpec = {
+  name: 'prefix',
+  value: 'PREFIX',
+  help: "the Redis store's key prefix (default airlock)",
+}
 
 export interface ParsedFlags {
   /** Values of the flags given (switches hold `''`). */
@@ -84,7 +88,8 @@ export function parseFlags(argv: readonly string[], specs: readonly FlagSpec[], 
     let value = inline
     if (value === undefined) {
       const next = argv[i + 1]
-      if (next === undefined || next.startsWith('--')) throw new UsageError(`${shown} needs a value (${shown} ${spec.value})`)
+      if (next === undefined || next.startsWith('--'))
+        throw new UsageError(`${shown} needs a value (${shown} ${spec.value})`)
       value = next
       i++
     }
@@ -107,8 +112,14 @@ export function flagHelp(specs: readonly FlagSpec[]): string {
  */
 export function trustFlag(value: string): true | string[] {
   if (value.trim() === 'all') return true
-  const list = value.split(',').map((a) => a.trim()).filter((a) => a !== '')
-  if (list.length === 0) throw new UsageError(`--trust-proxy needs the addresses of your proxies (127.0.0.1, 10.0.0.0/8, loopback) or all, got '${value}'`)
+  const list = value
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '')
+  if (list.length === 0)
+    throw new UsageError(
+      `--trust-proxy needs the addresses of your proxies (127.0.0.1, 10.0.0.0/8, loopback) or all, got '${value}'`,
+    )
   try {
     trustPolicy(list, '--trust-proxy')
   } catch (err) {
@@ -121,7 +132,12 @@ export function trustFlag(value: string): true | string[] {
 export function integerFlag(flag: string, value: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   const n = /^\d+$/.test(value) ? Number(value) : NaN
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? (min === 1 ? 'a positive integer' : `an integer of at least ${min}`) : `an integer from ${min} to ${max}`
+    const range =
+      max === Number.MAX_SAFE_INTEGER
+        ? min === 1
+          ? 'a positive integer'
+          : `an integer of at least ${min}`
+        : `an integer from ${min} to ${max}`
     throw new UsageError(`--${flag} must be ${range}, got '${value}'`)
   }
   return n
@@ -134,13 +150,19 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
  * most {@link MAX_DURATION} ms (about 24.8 days). With `forever`, the words `forever`/`infinity`
  * mean no limit.
  */
-export function durationFlag(flag: string, value: string, options: { min: number; forever?: boolean; unitless?: number }): number {
+export function durationFlag(
+  flag: string,
+  value: string,
+  options: { min: number; forever?: boolean; unitless?: number },
+): number {
   if (options.forever && /^(forever|infinity)$/i.test(value)) return Infinity
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value)
   const ms = match ? Math.round(Number(match[1]) * UNITS[match[2] ?? 'ms']!) : NaN
   // A bare number this small is surely seconds (`--ttl 60`): say so rather than run with 60 ms.
   if (match && match[2] === undefined && options.unitless !== undefined && ms >= options.min && ms < options.unitless) {
-    throw new UsageError(`--${flag} is in milliseconds without a unit: ${value} is ${value} ms; did you mean ${value}s? (write ${value}ms if you do mean milliseconds)`)
+    throw new UsageError(
+      `--${flag} is in milliseconds without a unit: ${value} is ${value} ms; did you mean ${value}s? (write ${value}ms if you do mean milliseconds)`,
+    )
   }
   if (!Number.isFinite(ms) || ms < options.min) {
     const what = options.min > 0 ? 'a positive duration' : 'a duration'
@@ -159,7 +181,8 @@ export function durationFlag(flag: string, value: string, options: { min: number
 /** `--host`: an address to listen on (default 127.0.0.1); an empty one is refused. */
 export function hostFlag(value: string | undefined): string {
   if (value === undefined) return '127.0.0.1'
-  if (value.trim() === '' || /\s/.test(value)) throw new UsageError(`--host must be an address such as 127.0.0.1 or 0.0.0.0, got '${value}'`)
+  if (value.trim() === '' || /\s/.test(value))
+    throw new UsageError(`--host must be an address such as 127.0.0.1 or 0.0.0.0, got '${value}'`)
   return value
 }
 
@@ -181,7 +204,9 @@ export function redisUrlFlag(flag: string, value: string): string {
     url = undefined
   }
   if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:')) {
-    throw new UsageError(`--${flag} must be a redis:// or rediss:// URL (redis://127.0.0.1:6379), got '${redactUrl(value)}'`)
+    throw new UsageError(
+      `--${flag} must be a redis:// or rediss:// URL (redis://127.0.0.1:6379), got '${redactUrl(value)}'`,
+    )
   }
   return value
 }

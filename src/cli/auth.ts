@@ -13,7 +13,21 @@ import { createGate } from '../gate/gate.js'
 import { REQUEST_MODE_REFUSED, type DecisionServiceOptions } from '../proxy/decide.js'
 import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import { memoryStore } from '../stores/memory.js'
-import { durationFlag, flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, trustFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  durationFlag,
+  flagHelp,
+  flagTable,
+  hostFlag,
+  integerFlag,
+  nameFlag,
+  parseFlags,
+  redactUrl,
+  redisUrlFlag,
+  trustFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { readConfig } from './proxy.js'
@@ -124,11 +138,21 @@ function secretsOf(flags: Map<string, string>, io: CliIo): string[] {
     try {
       text = readFileSync(flags.get('secret-file')!, 'utf8')
     } catch (err) {
-      throw new CliError(EXIT.CONFIG, `--secret-file: cannot read ${flags.get('secret-file')}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new CliError(
+        EXIT.CONFIG,
+        `--secret-file: cannot read ${flags.get('secret-file')}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      )
     }
-    list = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+    list = text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'))
   } else if (io.env.AIRLOCK_SECRET) list = [io.env.AIRLOCK_SECRET]
-  else throw new CliError(EXIT.CONFIG, 'a secret is needed (nginx checks passes with it): --secret-file FILE (one a line, the first signs; make one with: head -c 32 /dev/urandom | base64 > FILE) or AIRLOCK_SECRET')
+  else
+    throw new CliError(
+      EXIT.CONFIG,
+      'a secret is needed (nginx checks passes with it): --secret-file FILE (one a line, the first signs; make one with: head -c 32 /dev/urandom | base64 > FILE) or AIRLOCK_SECRET',
+    )
   try {
     return secretList('--secret-file', list.length === 0 ? [] : list)
   } catch (err) {
@@ -140,7 +164,8 @@ function secretsOf(flags: Map<string, string>, io: CliIo): string[] {
 function gateOptions(flags: Map<string, string>): Record<string, unknown> {
   const options: Record<string, unknown> = flags.has('config') ? readConfig(flags.get('config')!) : {}
   if (flags.has('name')) options.name = nameFlag('name', flags.get('name')!)
-  if (flags.has('pass-ttl')) options.passTtl = durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 })
+  if (flags.has('pass-ttl'))
+    options.passTtl = durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 })
   return options
 }
 
@@ -151,7 +176,10 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
     io.out(AUTH_HELP)
     return EXIT.OK
   }
-  if (flags.has('mode') && flags.get('mode') !== 'session') throw new UsageError(flags.get('mode') === 'request' ? REQUEST_MODE_REFUSED : `--mode must be session, got '${flags.get('mode')}'`)
+  if (flags.has('mode') && flags.get('mode') !== 'session')
+    throw new UsageError(
+      flags.get('mode') === 'request' ? REQUEST_MODE_REFUSED : `--mode must be session, got '${flags.get('mode')}'`,
+    )
   const options = gateOptions(flags) as Partial<DecisionServiceOptions> & Record<string, unknown>
   const set = (key: string, value: unknown): void => {
     if (value !== undefined) options[key] = value
@@ -159,18 +187,37 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
   set('limit', flags.has('limit') ? integerFlag('limit', flags.get('limit')!) : undefined)
   if (options.queue === undefined) options.queue = !flags.has('no-queue')
   else if (flags.has('no-queue')) options.queue = false
-  set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
+  set(
+    'bypass',
+    flags
+      .get('bypass')
+      ?.split(',')
+      .map((p) => p.trim()),
+  )
   set('trustProxy', flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined)
-  if (flags.has('client-share')) set('clientShare', flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) })
-  set('refusalCache', flags.has('refusal-cache') ? integerFlag('refusal-cache', flags.get('refusal-cache')!, 0, 60) : undefined)
+  if (flags.has('client-share'))
+    set(
+      'clientShare',
+      flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) },
+    )
+  set(
+    'refusalCache',
+    flags.has('refusal-cache') ? integerFlag('refusal-cache', flags.get('refusal-cache')!, 0, 60) : undefined,
+  )
   set('metricsPath', flags.get('metrics'))
   const level = flags.get('log-level') ?? 'warn'
-  if (!LOG_LEVELS.includes(level as LogLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
+  if (!LOG_LEVELS.includes(level as LogLevel))
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
   const format = flags.get('log-format') ?? 'json'
-  if (!LOG_FORMATS.includes(format as LogFormat)) throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
+  if (!LOG_FORMATS.includes(format as LogFormat))
+    throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
   if (flags.has('dashboard')) {
     const token = io.env.AIRLOCK_DASHBOARD_TOKEN
-    if (!token || token.length < 16) throw new CliError(EXIT.CONFIG, '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)')
+    if (!token || token.length < 16)
+      throw new CliError(
+        EXIT.CONFIG,
+        '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)',
+      )
     set('dashboard', { token, path: flags.get('dashboard') })
   }
   options.secret = secretsOf(flags, io)
@@ -181,13 +228,18 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
   const prefix = nameFlag('prefix', flags.get('prefix') ?? 'airlock')
   const redis = url === undefined ? undefined : await connectRedis(url, prefix)
   try {
-    const log = { level: level as LogLevel, format: format as LogFormat, destination: { write: (text: string) => io.out(text) } }
+    const log = {
+      level: level as LogLevel,
+      format: format as LogFormat,
+      destination: { write: (text: string) => io.out(text) },
+    }
     const { createDecisionService } = await import('../proxy/decide.js')
     let service: Awaited<ReturnType<typeof createDecisionService>>
     try {
       service = await createDecisionService({ ...(options as DecisionServiceOptions), store: redis?.store, log })
     } catch (err) {
-      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
+      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION'))
+        throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
       if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
       throw err
     }
@@ -203,7 +255,12 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
       throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
     }
     const g = service.gate
-    io.out(noticeLine(log.format, `airlock auth on ${listening}/.airlock/decide: gate '${g.name}', ${options.queue ? 'the line' : 'the busy page'} past the limit (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`))
+    io.out(
+      noticeLine(
+        log.format,
+        `airlock auth on ${listening}/.airlock/decide: gate '${g.name}', ${options.queue ? 'the line' : 'the busy page'} past the limit (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`,
+      ),
+    )
     await stopped
     await service.close()
     return EXIT.OK
@@ -214,17 +271,25 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
 
 /** Runs `airlock nginx-config` or `airlock caddy-config`: prints the configuration (and writes the njs files). */
 export async function configCommand(kind: 'nginx' | 'caddy', argv: readonly string[], io: CliIo): Promise<number> {
-  const specs = kind === 'nginx' ? CONFIG_FLAGS : CONFIG_FLAGS.filter((f) => !['dir', 'cache-dir', 'check', 'listen', 'write', 'fail', 'dashboard'].includes(f.name))
+  const specs =
+    kind === 'nginx'
+      ? CONFIG_FLAGS
+      : CONFIG_FLAGS.filter(
+          (f) => !['dir', 'cache-dir', 'check', 'listen', 'write', 'fail', 'dashboard'].includes(f.name),
+        )
   const { flags } = parseFlags(argv, specs, false)
   if (flags.has('help')) {
     io.out(kind === 'nginx' ? NGINX_CONFIG_HELP : CADDY_CONFIG_HELP)
     return EXIT.OK
   }
-  if (!flags.has('origin')) throw new UsageError('--origin is required (fastcgi:unix:/run/php/php8.2-fpm.sock or http://127.0.0.1:8080)')
+  if (!flags.has('origin'))
+    throw new UsageError('--origin is required (fastcgi:unix:/run/php/php8.2-fpm.sock or http://127.0.0.1:8080)')
   const check = flags.get('check')
-  if (check !== undefined && check !== 'njs' && check !== 'auth_request') throw new UsageError(`--check must be njs or auth_request, got '${check}'`)
+  if (check !== undefined && check !== 'njs' && check !== 'auth_request')
+    throw new UsageError(`--check must be njs or auth_request, got '${check}'`)
   const fail = flags.get('fail')
-  if (fail !== undefined && fail !== 'closed' && fail !== 'open') throw new UsageError(`--fail must be closed or open, got '${fail}'`)
+  if (fail !== undefined && fail !== 'closed' && fail !== 'open')
+    throw new UsageError(`--fail must be closed or open, got '${fail}'`)
   const options: ConnectorConfigOptions = {
     origin: flags.get('origin')!,
     service: flags.get('service') ?? '127.0.0.1:8787',
@@ -235,19 +300,38 @@ export async function configCommand(kind: 'nginx' | 'caddy', argv: readonly stri
     ...(flags.has('cache-dir') ? { cacheDir: flags.get('cache-dir')! } : {}),
     ...(check ? { check } : {}),
     ...(fail ? { fail } : {}),
-    ...(flags.has('bypass') ? { bypass: flags.get('bypass')!.split(',').map((p) => p.trim()) } : {}),
+    ...(flags.has('bypass')
+      ? {
+          bypass: flags
+            .get('bypass')!
+            .split(',')
+            .map((p) => p.trim()),
+        }
+      : {}),
     ...(flags.has('dashboard') ? { dashboard: flags.get('dashboard')! } : {}),
   }
   let text: string
   try {
     text = kind === 'nginx' ? nginxConfig(options) : caddyConfig(options)
   } catch (err) {
-    if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(err.message.replace(/^(\w+) must/, (_, k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must`))
+    if (isAirlockError(err, 'ERR_AIRLOCK_OPTION'))
+      throw new UsageError(
+        err.message.replace(
+          /^(\w+) must/,
+          (_, k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must`,
+        ),
+      )
     throw err
   }
   if (kind === 'nginx' && flags.has('write')) {
     const secrets = secretsOf(flags, io)
-    const gate = createGate({ ...gateOptions(flags), secret: secrets, store: memoryStore(), control: false, history: false } as Parameters<typeof createGate>[0])
+    const gate = createGate({
+      ...gateOptions(flags),
+      secret: secrets,
+      store: memoryStore(),
+      control: false,
+      history: false,
+    } as Parameters<typeof createGate>[0])
     await gate.close()
     const dir = options.dir ?? '/etc/nginx/airlock'
     mkdirSync(dir, { recursive: true })
@@ -256,7 +340,9 @@ export async function configCommand(kind: 'nginx' | 'caddy', argv: readonly stri
     writeFileSync(join(dir, 'airlock.json'), `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o640 })
     chmodSync(join(dir, 'airlock.json'), 0o640)
     writeFileSync(join(dir, 'busy.html'), settings.busyPage)
-    io.err(`airlock: wrote ${dir}/airlock.js, ${dir}/airlock.json (the secrets: keep it readable by nginx only) and ${dir}/busy.html`)
+    io.err(
+      `airlock: wrote ${dir}/airlock.js, ${dir}/airlock.json (the secrets: keep it readable by nginx only) and ${dir}/busy.html`,
+    )
   }
   io.out(text)
   return EXIT.OK

@@ -5,14 +5,28 @@
 import { hostname, userInfo } from 'node:os'
 import { airlockControl, CONTROL_MODES, type ControlPatch, type ControlState } from '../core/control.js'
 import { isAirlockError } from '../base/errors.js'
-import { flagHelp, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  flagHelp,
+  integerFlag,
+  nameFlag,
+  parseFlags,
+  redactUrl,
+  redisUrlFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
 
 const COMMON: FlagSpec[] = [
   { name: 'name', value: 'NAME', help: "the gate's name option (default 'default')" },
-  { name: 'redis', value: 'URL', help: 'Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)' },
+  {
+    name: 'redis',
+    value: 'URL',
+    help: 'Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)',
+  },
   PREFIX_FLAG,
 ]
 const GET_FLAGS: FlagSpec[] = [...COMMON, { name: 'json', help: 'print the control as JSON' }, HELP_FLAG]
@@ -20,8 +34,16 @@ const SET_FLAGS: FlagSpec[] = [
   ...COMMON,
   { name: 'limit', value: 'N', help: "slots at once, overriding the gates' limit; 'none' clears it" },
   { name: 'mode', value: 'MODE', help: `${CONTROL_MODES.join(' | ')}` },
-  { name: 'rate', value: 'N/min', help: "new visitors admitted per minute across the fleet (N, N/min or N/s); 'none' clears it" },
-  { name: 'opens-at', value: 'TIME', help: "ISO 8601 time of a scheduled opening (2026-12-01T09:00:00Z); 'none' clears it" },
+  {
+    name: 'rate',
+    value: 'N/min',
+    help: "new visitors admitted per minute across the fleet (N, N/min or N/s); 'none' clears it",
+  },
+  {
+    name: 'opens-at',
+    value: 'TIME',
+    help: "ISO 8601 time of a scheduled opening (2026-12-01T09:00:00Z); 'none' clears it",
+  },
   { name: 'closes-at', value: 'TIME', help: "ISO 8601 time from which the gate acts as closed; 'none' clears it" },
   { name: 'by', value: 'WHO', help: 'who makes the change, for the logs (default cli:<user>@<host>)' },
   { name: 'json', help: 'print the new control as JSON' },
@@ -57,7 +79,8 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     io.out(CONTROL_HELP)
     return EXIT.OK
   }
-  if (action !== 'get' && action !== 'set' && action !== 'clear') throw new UsageError(`unknown action '${action}'; the actions are get, set and clear`)
+  if (action !== 'get' && action !== 'set' && action !== 'clear')
+    throw new UsageError(`unknown action '${action}'; the actions are get, set and clear`)
   const { flags } = parseFlags(rest, action === 'set' ? SET_FLAGS : GET_FLAGS, false)
   if (flags.has('help')) {
     io.out(CONTROL_HELP)
@@ -74,13 +97,16 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     const control = airlockControl({ name, store: redis.store, by })
     let state: ControlState
     try {
-      state = action === 'get' ? await control.get() : action === 'clear' ? await control.clear() : await control.set(patch!)
+      state =
+        action === 'get' ? await control.get() : action === 'clear' ? await control.clear() : await control.set(patch!)
     } catch (err) {
       // The store validates nothing the patch did not: only option errors are the user's.
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(err.message)
       throw err
     }
-    io.out(flags.has('json') ? `${JSON.stringify(state)}\n` : describeState(name, redactUrl(url), state, action !== 'get'))
+    io.out(
+      flags.has('json') ? `${JSON.stringify(state)}\n` : describeState(name, redactUrl(url), state, action !== 'get'),
+    )
     return EXIT.OK
   } finally {
     await redis.close()
@@ -94,7 +120,8 @@ function patchOf(flags: Map<string, string>): ControlPatch {
   if (limit !== undefined) patch.limit = cleared(limit) ? null : integerFlag('limit', limit, 1, 1_000_000_000)
   const mode = flags.get('mode')
   if (mode !== undefined) {
-    if (!(CONTROL_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode must be one of ${CONTROL_MODES.join(', ')}, got '${mode}'`)
+    if (!(CONTROL_MODES as readonly string[]).includes(mode))
+      throw new UsageError(`--mode must be one of ${CONTROL_MODES.join(', ')}, got '${mode}'`)
     patch.mode = mode as ControlPatch['mode']
   }
   const rate = flags.get('rate')
@@ -106,10 +133,12 @@ function patchOf(flags: Map<string, string>): ControlPatch {
     const v = flags.get(flag)
     if (v === undefined) continue
     if (cleared(v)) patch[key] = null
-    else if (Number.isNaN(Date.parse(v)) || !/^\d{4}-\d\d-\d\d/.test(v)) throw new UsageError(`--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or 'none', got '${v}'`)
+    else if (Number.isNaN(Date.parse(v)) || !/^\d{4}-\d\d-\d\d/.test(v))
+      throw new UsageError(`--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or 'none', got '${v}'`)
     else patch[key] = v
   }
-  if (Object.keys(patch).length === 0) throw new UsageError('set needs at least one of --limit, --mode, --rate, --opens-at, --closes-at')
+  if (Object.keys(patch).length === 0)
+    throw new UsageError('set needs at least one of --limit, --mode, --rate, --opens-at, --closes-at')
   return patch
 }
 
@@ -118,7 +147,9 @@ function rateFlag(value: string): number {
   const m = /^(\d+)(?:\/(min|m|s))?$/.exec(value)
   const perMinute = m ? Number(m[1]) * (m[2] === 's' ? 60 : 1) : NaN
   if (!Number.isSafeInteger(perMinute) || perMinute < 1 || perMinute > 1_000_000_000) {
-    throw new UsageError(`--rate must be a number of visitors per minute (600, 600/min or 10/s) or 'none', got '${value}'`)
+    throw new UsageError(
+      `--rate must be a number of visitors per minute (600, 600/min or 10/s) or 'none', got '${value}'`,
+    )
   }
   return perMinute
 }

@@ -5,7 +5,20 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard, type Dashboard } from '../dashboard/server.js'
-import { flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, trustFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  flagHelp,
+  flagTable,
+  hostFlag,
+  integerFlag,
+  nameFlag,
+  parseFlags,
+  redactUrl,
+  redisUrlFlag,
+  trustFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -59,15 +72,30 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
   const host = hostFlag(flags.get('host'))
   const token = io.env[TOKEN_ENV]
   if (token === undefined || token.length < 16) {
-    throw new CliError(EXIT.CONFIG, `${token === undefined ? 'no' : 'a too short'} dashboard token: set ${TOKEN_ENV} (16+ characters), e.g. ${TOKEN_ENV}=$(openssl rand -hex 24)`)
+    throw new CliError(
+      EXIT.CONFIG,
+      `${token === undefined ? 'no' : 'a too short'} dashboard token: set ${TOKEN_ENV} (16+ characters), e.g. ${TOKEN_ENV}=$(openssl rand -hex 24)`,
+    )
   }
   const trustProxy = flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined
   const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
   try {
     let dashboard: Dashboard
     try {
-      const logger = { info: (_o: object, m?: string) => m && io.err(`${m}\n`), warn: (_o: object, m?: string) => m && io.err(`${m}\n`), error: (o: object, m?: string) => io.err(`${m} ${String((o as { err?: unknown }).err)}\n`) }
-      dashboard = createDashboard({ token, store: redis.store, names, controls: !flags.has('read-only'), trustProxy, secret: io.env.AIRLOCK_SECRET || undefined, logger })
+      const logger = {
+        info: (_o: object, m?: string) => m && io.err(`${m}\n`),
+        warn: (_o: object, m?: string) => m && io.err(`${m}\n`),
+        error: (o: object, m?: string) => io.err(`${m} ${String((o as { err?: unknown }).err)}\n`),
+      }
+      dashboard = createDashboard({
+        token,
+        store: redis.store,
+        names,
+        controls: !flags.has('read-only'),
+        trustProxy,
+        secret: io.env.AIRLOCK_SECRET || undefined,
+        logger,
+      })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
       throw err
@@ -87,7 +115,9 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
       throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
     }
     const address = server.address() as { port: number }
-    io.out(`airlock dashboard on http://${host}:${address.port}/ for ${names.join(', ')} (redis ${redactUrl(url)}); open it with ?token=<${TOKEN_ENV}>\n`)
+    io.out(
+      `airlock dashboard on http://${host}:${address.port}/ for ${names.join(', ')} (redis ${redactUrl(url)}); open it with ?token=<${TOKEN_ENV}>\n`,
+    )
     await stopped
     dashboard.close()
     server.closeAllConnections()

@@ -101,7 +101,8 @@ export function parseExec(argv: readonly string[], env: NodeJS.ProcessEnv): Exec
       '--redis URL (or AIRLOCK_REDIS_URL) is required: without Redis each airlock process has its own memory and nothing stops two runs from overlapping',
     )
   }
-  if (rest.length === 0) throw new UsageError('no command given: airlock exec --name NAME --redis URL -- COMMAND [ARGS...]')
+  if (rest.length === 0)
+    throw new UsageError('no command given: airlock exec --name NAME --redis URL -- COMMAND [ARGS...]')
   return {
     name: nameFlag('name', name),
     limit,
@@ -125,7 +126,12 @@ export async function execCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   const redis = await connectRedis(options.redis, options.prefix)
   try {
-    const semaphore = createSemaphore({ name: options.name, limit: options.limit, ttl: inMs(options.ttl), store: redis.store })
+    const semaphore = createSemaphore({
+      name: options.name,
+      limit: options.limit,
+      ttl: inMs(options.ttl),
+      store: redis.store,
+    })
     return await supervise(semaphore, options, io)
   } catch (err) {
     if (isAirlockError(err, 'ERR_AIRLOCK_STORE_UNAVAILABLE')) {
@@ -213,7 +219,9 @@ function runChild(
       io.err(`airlock: lost the slot of '${options.name}' (${why}); stopping ${options.command} with SIGTERM`)
       child.kill('SIGTERM')
       killTimer = setTimeout(() => {
-        io.err(`airlock: ${options.command} still running ${formatMs(options.killAfter)} after SIGTERM; sending SIGKILL`)
+        io.err(
+          `airlock: ${options.command} still running ${formatMs(options.killAfter)} after SIGTERM; sending SIGKILL`,
+        )
         child.kill('SIGKILL')
       }, options.killAfter)
     }
@@ -221,7 +229,9 @@ function runChild(
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return // a failed kill(), not a failed start; 'exit' follows
       const notFound = err.code === 'ENOENT'
-      io.err(`airlock: ${notFound ? 'command not found' : 'cannot execute'}: ${options.command} (${err.code ?? err.message})`)
+      io.err(
+        `airlock: ${notFound ? 'command not found' : 'cannot execute'}: ${options.command} (${err.code ?? err.message})`,
+      )
       settle(notFound ? EXIT.NOT_FOUND : EXIT.CANNOT_EXECUTE)
     })
     child.once('exit', (code, signal) => {

@@ -59,25 +59,37 @@ Examples:
 `
 
 /** The options of a command line (usage errors name the flag). */
-export function hugOptions(argv: readonly string[]): { options: HugOptions; report: string | undefined; json: boolean } | 'help' {
+export function hugOptions(
+  argv: readonly string[],
+): { options: HugOptions; report: string | undefined; json: boolean } | 'help' {
   // The URL first (`hug URL --flags`) or last (`hug --flags URL`).
   const first = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : undefined
   const parsed = first === undefined ? parseFlags(argv, FLAGS, true) : parseFlags(argv.slice(1), FLAGS, false)
   const flags = parsed.flags
   const rest = first === undefined ? parsed.rest : [first]
   if (flags.has('help')) return 'help'
-  if (rest.length !== 1) throw new UsageError(rest.length === 0 ? 'the URL to rehearse on is required: airlock hug http://127.0.0.1:3000/' : `one URL only, got '${rest.join(' ')}'`)
+  if (rest.length !== 1)
+    throw new UsageError(
+      rest.length === 0
+        ? 'the URL to rehearse on is required: airlock hug http://127.0.0.1:3000/'
+        : `one URL only, got '${rest.join(' ')}'`,
+    )
   let url: URL
   try {
     url = new URL(rest[0]!)
   } catch {
     throw new UsageError(`the URL must be absolute (http://127.0.0.1:3000/), got '${rest[0]}'`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`the URL must be http:// or https://, got '${rest[0]}'`)
-  if (flags.has('rate') && (flags.has('visitors') || flags.has('over') || flags.has('ramp'))) throw new UsageError('--rate runs for --duration: give it without --visitors, --over and --ramp')
-  if (flags.has('duration') && !flags.has('rate')) throw new UsageError('--duration is for --rate (with --visitors, --over says how long they take to arrive)')
-  const int = (name: string, fallback: number, min = 1, max = 1_000_000): number => (flags.has(name) ? integerFlag(name, flags.get(name)!, min, max) : fallback)
-  const ms = (name: string, fallback: string, min = 1): number => durationFlag(name, flags.get(name) ?? fallback, { min, unitless: 1000 })
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`the URL must be http:// or https://, got '${rest[0]}'`)
+  if (flags.has('rate') && (flags.has('visitors') || flags.has('over') || flags.has('ramp')))
+    throw new UsageError('--rate runs for --duration: give it without --visitors, --over and --ramp')
+  if (flags.has('duration') && !flags.has('rate'))
+    throw new UsageError('--duration is for --rate (with --visitors, --over says how long they take to arrive)')
+  const int = (name: string, fallback: number, min = 1, max = 1_000_000): number =>
+    flags.has(name) ? integerFlag(name, flags.get(name)!, min, max) : fallback
+  const ms = (name: string, fallback: string, min = 1): number =>
+    durationFlag(name, flags.get(name) ?? fallback, { min, unitless: 1000 })
   const rate = flags.has('rate') ? int('rate', 1, 1, 100_000) : undefined
   const local = isLoopback(url.hostname) && url.hostname !== 'localhost'
   const options: HugOptions = {
@@ -121,7 +133,9 @@ export async function hugCommand(argv: readonly string[], io: CliIo): Promise<nu
   const { options, report, json } = parsed
   const say = (line: string): void => (json ? io.err(line) : io.out(`${line}\n`))
   const count = visitorCount(options)
-  say(`airlock hug: ${count.toLocaleString('en-US')} visitors to ${options.url.href}${options.flood ? ` and a flood of ${options.flood} connections` : ''}`)
+  say(
+    `airlock hug: ${count.toLocaleString('en-US')} visitors to ${options.url.href}${options.flood ? ` and a flood of ${options.flood} connections` : ''}`,
+  )
   if (options.sources === 0) {
     say(
       isLoopback(options.url.hostname)
@@ -135,11 +149,15 @@ export async function hugCommand(argv: readonly string[], io: CliIo): Promise<nu
   const live = io.tty === true && !json
   let summary: HugSummary
   try {
-    summary = await runHug(options, (s, tally) => {
-      const line = progressLine(s, tally)
-      if (live) io.out(`\r\x1b[2K${line}`)
-      else say(line)
-    }, stop.signal)
+    summary = await runHug(
+      options,
+      (s, tally) => {
+        const line = progressLine(s, tally)
+        if (live) io.out(`\r\x1b[2K${line}`)
+        else say(line)
+      },
+      stop.signal,
+    )
   } finally {
     process.removeListener('SIGINT', interrupt)
   }

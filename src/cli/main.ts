@@ -23,16 +23,56 @@ interface Command {
 
 /** Every command of `airlock`, in the order the help lists them. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
-  exec: { what: 'run a command only when a semaphore on Redis admits it (cron jobs that must not overlap)', help: EXEC_HELP, run: execCommand },
-  serve: { what: 'serve the HTTP lock service (locks and JSON data for services in any language)', help: SERVE_HELP, run: serveCommand },
-  control: { what: "read or change a gate's live control on Redis (limit, mode, admission rate, opening time)", help: CONTROL_HELP, run: controlCommand },
-  dashboard: { what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)", help: DASHBOARD_HELP, run: dashboardCommand },
-  hug: { what: 'rehearse a hug against your site: a crowd that behaves like people, live figures, a report', help: HUG_HELP, run: hugCommand },
-  report: { what: "print a gate's per-minute history on Redis as JSON, CSV or an HTML page with charts (after the hug)", help: REPORT_HELP, run: reportCommand },
-  proxy: { what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)', help: PROXY_HELP, run: proxyCommand },
-  auth: { what: 'the gate for nginx, Caddy or Traefik: answers their forward-auth subrequests (session mode)', help: AUTH_HELP, run: authCommand },
-  'nginx-config': { what: 'print an nginx configuration that checks passes in nginx (njs) and asks airlock auth', help: NGINX_CONFIG_HELP, run: (a, io) => configCommand('nginx', a, io) },
-  'caddy-config': { what: 'print a Caddyfile site block that asks airlock auth (forward_auth)', help: CADDY_CONFIG_HELP, run: (a, io) => configCommand('caddy', a, io) },
+  exec: {
+    what: 'run a command only when a semaphore on Redis admits it (cron jobs that must not overlap)',
+    help: EXEC_HELP,
+    run: execCommand,
+  },
+  serve: {
+    what: 'serve the HTTP lock service (locks and JSON data for services in any language)',
+    help: SERVE_HELP,
+    run: serveCommand,
+  },
+  control: {
+    what: "read or change a gate's live control on Redis (limit, mode, admission rate, opening time)",
+    help: CONTROL_HELP,
+    run: controlCommand,
+  },
+  dashboard: {
+    what: "serve the operator's dashboard for gates on Redis (live figures, charts, controls)",
+    help: DASHBOARD_HELP,
+    run: dashboardCommand,
+  },
+  hug: {
+    what: 'rehearse a hug against your site: a crowd that behaves like people, live figures, a report',
+    help: HUG_HELP,
+    run: hugCommand,
+  },
+  report: {
+    what: "print a gate's per-minute history on Redis as JSON, CSV or an HTML page with charts (after the hug)",
+    help: REPORT_HELP,
+    run: reportCommand,
+  },
+  proxy: {
+    what: 'shield any website: a reverse proxy with the gate in front (PHP, Rails, Django, static)',
+    help: PROXY_HELP,
+    run: proxyCommand,
+  },
+  auth: {
+    what: 'the gate for nginx, Caddy or Traefik: answers their forward-auth subrequests (session mode)',
+    help: AUTH_HELP,
+    run: authCommand,
+  },
+  'nginx-config': {
+    what: 'print an nginx configuration that checks passes in nginx (njs) and asks airlock auth',
+    help: NGINX_CONFIG_HELP,
+    run: (a, io) => configCommand('nginx', a, io),
+  },
+  'caddy-config': {
+    what: 'print a Caddyfile site block that asks airlock auth (forward_auth)',
+    help: CADDY_CONFIG_HELP,
+    run: (a, io) => configCommand('caddy', a, io),
+  },
 }
 const NAMES = Object.keys(COMMANDS)
 /** `exec, serve, control, dashboard, hug, report, proxy, auth, nginx-config and caddy-config`. */
@@ -80,12 +120,16 @@ export async function main(argv: readonly string[], io: CliIo, version: string):
         io.out(`${version}\n`)
         return EXIT.OK
       case undefined:
-        io.err(`airlock: a command is required: ${NAMES.join(', ').replace(/, ([^,]*)$/, ' or $1')} (see airlock --help)`)
+        io.err(
+          `airlock: a command is required: ${NAMES.join(', ').replace(/, ([^,]*)$/, ' or $1')} (see airlock --help)`,
+        )
         return EXIT.USAGE
       default: {
         if (name.startsWith('-')) throw new UsageError(`unknown flag ${name}`)
         const near = nearest(name, NAMES)
-        throw new UsageError(`unknown command '${name}'${near === undefined ? '' : ` (did you mean '${near}'?)`}; the commands are ${LISTED}`)
+        throw new UsageError(
+          `unknown command '${name}'${near === undefined ? '' : ` (did you mean '${near}'?)`}; the commands are ${LISTED}`,
+        )
       }
     }
   } catch (err) {

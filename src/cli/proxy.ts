@@ -8,7 +8,21 @@ import { isAirlockError } from '../base/errors.js'
 import { randomSecret } from '../base/signing.js'
 import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import { durationFlag, flagHelp, flagTable, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, trustFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  durationFlag,
+  flagHelp,
+  flagTable,
+  hostFlag,
+  integerFlag,
+  nameFlag,
+  parseFlags,
+  redactUrl,
+  redisUrlFlag,
+  trustFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -73,7 +87,9 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
     io.out(PROXY_HELP)
     return EXIT.OK
   }
-  const options: Partial<ProxyOptions> & Record<string, unknown> = flags.has('config') ? readConfig(flags.get('config')!) : {}
+  const options: Partial<ProxyOptions> & Record<string, unknown> = flags.has('config')
+    ? readConfig(flags.get('config')!)
+    : {}
   const set = (key: string, value: unknown): void => {
     if (value !== undefined) options[key] = value
   }
@@ -85,59 +101,98 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
     if (!m) throw new UsageError(`--adaptive must be MIN:MAX (5:500), got '${flags.get('adaptive')}'`)
     set('limit', { min: Number(m[1]), max: Number(m[2]) })
   }
-  if (flags.has('mode') && !['session', 'request'].includes(flags.get('mode')!)) throw new UsageError(`--mode must be session or request, got '${flags.get('mode')}'`)
+  if (flags.has('mode') && !['session', 'request'].includes(flags.get('mode')!))
+    throw new UsageError(`--mode must be session or request, got '${flags.get('mode')}'`)
   set('mode', flags.get('mode'))
   set('queue', flags.has('queue') ? true : undefined)
-  set('passTtl', flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 }) : undefined)
-  set('bypass', flags.get('bypass')?.split(',').map((p) => p.trim()))
+  set(
+    'passTtl',
+    flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 }) : undefined,
+  )
+  set(
+    'bypass',
+    flags
+      .get('bypass')
+      ?.split(',')
+      .map((p) => p.trim()),
+  )
   set('trustProxy', flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined)
-  if (flags.has('client-share')) set('clientShare', flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) })
+  if (flags.has('client-share'))
+    set(
+      'clientShare',
+      flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) },
+    )
   set('metricsPath', flags.get('metrics'))
   set('gated', flags.has('no-gate') ? false : undefined)
-  set('upstreamTimeout', flags.has('upstream-timeout') ? durationFlag('upstream-timeout', flags.get('upstream-timeout')!, { min: 1 }) : undefined)
+  set(
+    'upstreamTimeout',
+    flags.has('upstream-timeout')
+      ? durationFlag('upstream-timeout', flags.get('upstream-timeout')!, { min: 1 })
+      : undefined,
+  )
   set('keepPassCookie', flags.has('keep-pass-cookie') ? true : undefined)
   const level = flags.get('log-level')
-  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel))
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
   const format = flags.get('log-format')
-  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat)) throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
+  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat))
+    throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
   const workers = flags.has('workers') ? workersFlag(flags.get('workers')!) : 1
   if (flags.has('dashboard')) {
     const token = io.env.AIRLOCK_DASHBOARD_TOKEN
-    if (!token || token.length < 16) throw new CliError(EXIT.CONFIG, '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)')
+    if (!token || token.length < 16)
+      throw new CliError(
+        EXIT.CONFIG,
+        '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)',
+      )
     set('dashboard', { token, path: flags.get('dashboard') })
   }
   if (io.env.AIRLOCK_SECRET) set('secret', io.env.AIRLOCK_SECRET)
-  if (options.target === undefined) throw new UsageError('--target is required (the origin: --target http://127.0.0.1:8080)')
+  if (options.target === undefined)
+    throw new UsageError('--target is required (the origin: --target http://127.0.0.1:8080)')
   const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 3000
   const host = hostFlag(flags.get('host'))
   const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
   if (url !== undefined) redisUrlFlag('redis', url)
   // Checked with or without Redis: a bad prefix is a mistake even where it is not used yet.
   const prefix = nameFlag('prefix', flags.get('prefix') ?? 'airlock')
-  const describe = (listening: string): string => `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
+  const describe = (listening: string): string =>
+    `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
   /** createProxy, its errors as the command's (a bad option exits 64 naming it; a missing peer 69). */
   const build = async (more: Partial<ProxyOptions>) => {
     const { createProxy } = await import('../proxy/proxy.js')
     try {
       return await createProxy({ ...(options as ProxyOptions), ...more })
     } catch (err) {
-      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
+      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION'))
+        throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
       if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
       throw err
     }
   }
   if (workers > 1 && cluster.isPrimary) {
     if (url === undefined) {
-      throw new UsageError(`--workers ${workers} needs --redis (or AIRLOCK_REDIS_URL): the in-memory store is one process's, so each worker would let in up to the limit`)
+      throw new UsageError(
+        `--workers ${workers} needs --redis (or AIRLOCK_REDIS_URL): the in-memory store is one process's, so each worker would let in up to the limit`,
+      )
     }
     // The options are checked here once (exit 64 naming the option), not by each worker as it dies.
     await (await build({ log: false })).close()
     // One secret for every worker, so a pass one gives is good at the others.
-    return runPrimary(workers, { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() }, (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`), io)
+    return runPrimary(
+      workers,
+      { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() },
+      (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`),
+      io,
+    )
   }
   const redis = url === undefined ? undefined : await connectRedis(url, prefix)
   try {
-    const log = { level: (level ?? 'info') as LogLevel, format: (format ?? 'json') as LogFormat, destination: { write: (text: string) => io.out(text) } }
+    const log = {
+      level: (level ?? 'info') as LogLevel,
+      format: (format ?? 'json') as LogFormat,
+      destination: { write: (text: string) => io.out(text) },
+    }
     const app = await build({ store: redis?.store, log })
     const stopped = new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve())
@@ -166,7 +221,9 @@ export function readConfig(file: string): Record<string, unknown> {
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new UsageError(`--config: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new UsageError(
+      `--config: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
   let value: unknown
   try {
@@ -174,7 +231,8 @@ export function readConfig(file: string): Record<string, unknown> {
   } catch (err) {
     throw new UsageError(`--config: ${file} is not JSON: ${(err as Error).message}`)
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--config: ${file} must hold a JSON object of options`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new UsageError(`--config: ${file} must hold a JSON object of options`)
   if ('store' in value) throw new UsageError(`--config: ${file}: store cannot be set in a file; use --redis`)
   return value as Record<string, unknown>
 }

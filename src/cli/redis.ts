@@ -33,7 +33,12 @@ function ioredisClient(mod: IoRedis, url: string, prefix: string, connectTimeout
   client.on('error', (err: Error) => {
     last = err
   })
-  return { store: redisStore({ client, prefix }), ready: () => client.connect().then(() => client.ping()), disconnect: () => client.disconnect(), lastError: () => last }
+  return {
+    store: redisStore({ client, prefix }),
+    ready: () => client.connect().then(() => client.ping()),
+    disconnect: () => client.disconnect(),
+    lastError: () => last,
+  }
 }
 
 function nodeRedisClient(mod: NodeRedis, url: string, prefix: string, connectTimeout: number): Client {
@@ -74,7 +79,10 @@ export async function connectRedis(
       client = nodeRedisClient(load<NodeRedis>('redis', flag), url, prefix, connectTimeout)
     } catch (again) {
       if (!isAirlockError(again, 'ERR_AIRLOCK_PEER_MISSING')) throw again
-      throw new CliError(EXIT.UNAVAILABLE, `${flag} needs a Redis client, and neither ioredis nor redis (node-redis) is installed: npm install ioredis (or: npm install redis)`)
+      throw new CliError(
+        EXIT.UNAVAILABLE,
+        `${flag} needs a Redis client, and neither ioredis nor redis (node-redis) is installed: npm install ioredis (or: npm install redis)`,
+      )
     }
   }
   const close = async (): Promise<void> => {

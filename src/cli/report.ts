@@ -4,7 +4,17 @@
  */
 import { airlockReport, reportCsv } from '../core/report.js'
 import { renderReportHtml } from '../pages/report.js'
-import { durationFlag, flagHelp, flagTable, nameFlag, parseFlags, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  durationFlag,
+  flagHelp,
+  flagTable,
+  nameFlag,
+  parseFlags,
+  redisUrlFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -52,18 +62,28 @@ export async function reportCommand(argv: readonly string[], io: CliIo): Promise
   }
   const name = nameFlag('name', flags.get('name') ?? 'default')
   const format = flags.get('format') ?? 'json'
-  if (!(FORMATS as readonly string[]).includes(format)) throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got '${format}'`)
+  if (!(FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got '${format}'`)
   const now = Date.now()
   const to = flags.has('to') ? timeFlag('to', flags.get('to')!, now) : now
   const from = flags.has('from') ? timeFlag('from', flags.get('from')!, now) : to - 24 * 3_600_000
-  if (from > to) throw new UsageError(`--from must be before --to (${new Date(to).toISOString()}), got ${new Date(from).toISOString()}`)
+  if (from > to)
+    throw new UsageError(
+      `--from must be before --to (${new Date(to).toISOString()}), got ${new Date(from).toISOString()}`,
+    )
   const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
   if (url === undefined) throw new UsageError('--redis is required (or set AIRLOCK_REDIS_URL)')
   redisUrlFlag('redis', url)
   const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
   try {
     const report = await airlockReport({ store: redis.store, name, from, to })
-    io.out(format === 'csv' ? reportCsv(report) : format === 'html' ? renderReportHtml(report) : `${JSON.stringify(report, null, 2)}\n`)
+    io.out(
+      format === 'csv'
+        ? reportCsv(report)
+        : format === 'html'
+          ? renderReportHtml(report)
+          : `${JSON.stringify(report, null, 2)}\n`,
+    )
     return EXIT.OK
   } finally {
     await redis.close()
@@ -74,7 +94,10 @@ export async function reportCommand(argv: readonly string[], io: CliIo): Promise
 function timeFlag(flag: string, value: string, now: number): number {
   if (/^\d{4}-\d\d-\d\d/.test(value)) {
     const t = Date.parse(value)
-    if (Number.isNaN(t)) throw new UsageError(`--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or a time back from now (90m, 24h), got '${value}'`)
+    if (Number.isNaN(t))
+      throw new UsageError(
+        `--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or a time back from now (90m, 24h), got '${value}'`,
+      )
     return t
   }
   const days = /^(\d{1,3})d$/.exec(value)
@@ -82,6 +105,8 @@ function timeFlag(flag: string, value: string, now: number): number {
   try {
     return now - durationFlag(flag, value, { min: 1 })
   } catch {
-    throw new UsageError(`--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or a time back from now (90m, 24h, 7d), got '${value}'`)
+    throw new UsageError(
+      `--${flag} must be an ISO 8601 time (2026-12-01T09:00:00Z) or a time back from now (90m, 24h, 7d), got '${value}'`,
+    )
   }
 }

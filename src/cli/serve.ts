@@ -6,7 +6,18 @@ import { isAirlockError } from '../base/errors.js'
 import { apiKeysFromEnv, KEY_ENV, type ApiKeys } from '../lock-server/keys.js'
 import { createLockServer } from '../lock-server/server.js'
 import { memoryStore } from '../stores/memory.js'
-import { flagHelp, hostFlag, integerFlag, nameFlag, parseFlags, redactUrl, redisUrlFlag, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
+import {
+  flagHelp,
+  hostFlag,
+  integerFlag,
+  nameFlag,
+  parseFlags,
+  redactUrl,
+  redisUrlFlag,
+  HELP_FLAG,
+  PREFIX_FLAG,
+  type FlagSpec,
+} from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { connectRedis } from './redis.js'
@@ -16,11 +27,23 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const SERVE_FLAGS: readonly FlagSpec[] = [
   { name: 'port', short: 'p', value: 'PORT', help: 'port to listen on (default 8080)' },
   { name: 'host', value: 'HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)' },
-  { name: 'redis', value: 'URL', help: 'Redis for locks, resources and data: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; without it: memory)' },
+  {
+    name: 'redis',
+    value: 'URL',
+    help: 'Redis for locks, resources and data: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; without it: memory)',
+  },
   PREFIX_FLAG,
   { name: 'body-limit', value: 'BYTES', help: 'largest request body; larger gets 413 (default 1048576)' },
-  { name: 'data-format', value: 'FORMAT', help: "reads answer 'envelope' ({\"data\":\"<json>\"}, the Small Resource Server's) or 'raw' (the JSON itself); default envelope" },
-  { name: 'log-level', value: 'LEVEL', help: `JSON log lines on stdout at this level: ${LOG_LEVELS.join(', ')} (default info)` },
+  {
+    name: 'data-format',
+    value: 'FORMAT',
+    help: "reads answer 'envelope' ({\"data\":\"<json>\"}, the Small Resource Server's) or 'raw' (the JSON itself); default envelope",
+  },
+  {
+    name: 'log-level',
+    value: 'LEVEL',
+    help: `JSON log lines on stdout at this level: ${LOG_LEVELS.join(', ')} (default info)`,
+  },
   HELP_FLAG,
 ]
 
@@ -70,11 +93,13 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   const host = hostFlag(flags.get('host'))
   const redis = flags.get('redis') ?? (env.AIRLOCK_REDIS_URL || undefined)
   const dataFormat = flags.get('data-format') ?? 'envelope'
-  if (dataFormat !== 'envelope' && dataFormat !== 'raw') throw new UsageError(`--data-format must be envelope or raw, got '${dataFormat}'`)
+  if (dataFormat !== 'envelope' && dataFormat !== 'raw')
+    throw new UsageError(`--data-format must be envelope or raw, got '${dataFormat}'`)
   return {
     port: flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 8080,
     host,
-    redis: redis === undefined ? undefined : redisUrlFlag(flags.has('redis') ? 'redis' : 'redis (AIRLOCK_REDIS_URL)', redis),
+    redis:
+      redis === undefined ? undefined : redisUrlFlag(flags.has('redis') ? 'redis' : 'redis (AIRLOCK_REDIS_URL)', redis),
     prefix: flags.has('prefix') ? nameFlag('prefix', flags.get('prefix')!) : 'airlock',
     bodyLimit: flags.has('body-limit') ? integerFlag('body-limit', flags.get('body-limit')!) : 1024 * 1024,
     dataFormat,
@@ -95,10 +120,17 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
   try {
     let app: ReturnType<typeof createLockServer>
     try {
-      app = createLockServer({ store, apiKeys, bodyLimit: options.bodyLimit, dataFormat: options.dataFormat, logger: { level: options.logLevel } })
+      app = createLockServer({
+        store,
+        apiKeys,
+        bodyLimit: options.bodyLimit,
+        dataFormat: options.dataFormat,
+        logger: { level: options.logLevel },
+      })
     } catch (err) {
       if (isAirlockError(err, 'ERR_AIRLOCK_OPTION')) throw new CliError(EXIT.CONFIG, err.message)
-      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'serve'))
+      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING'))
+        throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'serve'))
       throw err
     }
     const stopped = new Promise<NodeJS.Signals>((resolve) => {

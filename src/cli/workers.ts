@@ -12,7 +12,8 @@ import { EXIT, UsageError } from './exit.js'
 /** `--workers`: a count, or `auto` (one per core). */
 export function workersFlag(value: string): number {
   if (value === 'auto') return availableParallelism()
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 256) throw new UsageError(`--workers must be a number of processes (1 to 256) or auto, got '${value}'`)
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 256)
+    throw new UsageError(`--workers must be a number of processes (1 to 256) or auto, got '${value}'`)
   return Number(value)
 }
 
@@ -23,7 +24,12 @@ export interface WorkerReady {
 }
 
 /** Runs as the primary of `count` workers until SIGINT or SIGTERM (`describe`: the line once all listen); resolves the exit status. */
-export async function runPrimary(count: number, env: NodeJS.ProcessEnv, describe: (url: string) => string, io: CliIo): Promise<number> {
+export async function runPrimary(
+  count: number,
+  env: NodeJS.ProcessEnv,
+  describe: (url: string) => string,
+  io: CliIo,
+): Promise<number> {
   // Each worker accepts on the shared socket itself (no hand-off through the primary).
   cluster.schedulingPolicy = cluster.SCHED_NONE
   let stopping = false

@@ -36,20 +36,38 @@ export interface ConnectorConfigOptions {
 
 /** Parses an origin option (`ERR_AIRLOCK_OPTION` naming the forms). */
 export function parseOrigin(text: unknown): Origin {
-  if (typeof text === 'string' && text.startsWith('fastcgi:') && /^(unix:\/[^\s;{}]+|[A-Za-z0-9.[\]:-]+:\d+)$/.test(text.slice(8))) {
+  if (
+    typeof text === 'string' &&
+    text.startsWith('fastcgi:') &&
+    /^(unix:\/[^\s;{}]+|[A-Za-z0-9.[\]:-]+:\d+)$/.test(text.slice(8))
+  ) {
     return { kind: 'fastcgi', address: text.slice(8) }
   }
-  if (typeof text === 'string' && /^https?:\/\/[A-Za-z0-9.[\]:-]+(:\d+)?\/?$/.test(text)) return { kind: 'http', url: text.replace(/\/$/, '') }
-  return optionError(`origin must be fastcgi:unix:/run/php/php8.2-fpm.sock, fastcgi:127.0.0.1:9000 or http://127.0.0.1:8080, got ${received(text)}`)
+  if (typeof text === 'string' && /^https?:\/\/[A-Za-z0-9.[\]:-]+(:\d+)?\/?$/.test(text))
+    return { kind: 'http', url: text.replace(/\/$/, '') }
+  return optionError(
+    `origin must be fastcgi:unix:/run/php/php8.2-fpm.sock, fastcgi:127.0.0.1:9000 or http://127.0.0.1:8080, got ${received(text)}`,
+  )
 }
 
-function checked(o: ConnectorConfigOptions): Required<Omit<ConnectorConfigOptions, 'dashboard'>> & { dashboard: string | undefined; parsed: Origin } {
+function checked(
+  o: ConnectorConfigOptions,
+): Required<Omit<ConnectorConfigOptions, 'dashboard'>> & { dashboard: string | undefined; parsed: Origin } {
   const parsed = parseOrigin(o.origin)
-  if (typeof o.service !== 'string' || !/^[A-Za-z0-9.[\]:-]+:\d+$/.test(o.service)) optionError(`service must be HOST:PORT (127.0.0.1:8787), got ${received(o.service)}`)
-  for (const p of o.bypass ?? []) if (!/^\/[A-Za-z0-9._~/-]*$/.test(p)) optionError(`bypass must be path prefixes such as /static, got ${received(p)}`)
-  if (o.dashboard !== undefined && !/^\/[A-Za-z0-9._~-]+$/.test(o.dashboard)) optionError(`dashboard must be a path such as /airlock, got ${received(o.dashboard)}`)
-  for (const [k, v] of [['root', o.root], ['dir', o.dir], ['cacheDir', o.cacheDir]] as const) {
-    if (v !== undefined && !/^\/[^\s;{}'"$]*$/.test(v)) optionError(`${k} must be an absolute path without spaces, quotes, ';', '{', '}' or '$', got ${received(v)}`)
+  if (typeof o.service !== 'string' || !/^[A-Za-z0-9.[\]:-]+:\d+$/.test(o.service))
+    optionError(`service must be HOST:PORT (127.0.0.1:8787), got ${received(o.service)}`)
+  for (const p of o.bypass ?? [])
+    if (!/^\/[A-Za-z0-9._~/-]*$/.test(p))
+      optionError(`bypass must be path prefixes such as /static, got ${received(p)}`)
+  if (o.dashboard !== undefined && !/^\/[A-Za-z0-9._~-]+$/.test(o.dashboard))
+    optionError(`dashboard must be a path such as /airlock, got ${received(o.dashboard)}`)
+  for (const [k, v] of [
+    ['root', o.root],
+    ['dir', o.dir],
+    ['cacheDir', o.cacheDir],
+  ] as const) {
+    if (v !== undefined && !/^\/[^\s;{}'"$]*$/.test(v))
+      optionError(`${k} must be an absolute path without spaces, quotes, ';', '{', '}' or '$', got ${received(v)}`)
   }
   return {
     origin: o.origin,
@@ -76,7 +94,12 @@ function originAddress(url: string): string {
 /** The origin's directives, indented for a location. */
 function originLines(origin: Origin, indent: string): string {
   if (origin.kind === 'fastcgi') {
-    return [`include fastcgi.conf;  # Debian's: SCRIPT_FILENAME and the CGI parameters`, `fastcgi_pass ${origin.address};`].map((l) => indent + l).join('\n')
+    return [
+      `include fastcgi.conf;  # Debian's: SCRIPT_FILENAME and the CGI parameters`,
+      `fastcgi_pass ${origin.address};`,
+    ]
+      .map((l) => indent + l)
+      .join('\n')
   }
   return [
     `proxy_pass ${origin.url.startsWith('https:') ? 'https' : 'http'}://airlock_origin;`,
@@ -261,11 +284,18 @@ ${service}${njs || o.fail === 'closed' ? `\n${busyPage}` : ''}${bypass}${dashboa
 /** A Caddyfile site block (Caddy 2.5+: forward_auth's pieces, with the pass cookies kept). */
 export function caddyConfig(options: ConnectorConfigOptions): string {
   const o = checked(options)
-  if (o.fail === 'open') optionError("fail: 'open' is for nginx; behind Caddy the service's outage is a 503 (a busy page the browser retries)")
+  if (o.fail === 'open')
+    optionError(
+      "fail: 'open' is for nginx; behind Caddy the service's outage is a 503 (a busy page the browser retries)",
+    )
   const php = o.parsed.kind === 'fastcgi'
   const site = o.serverName === '_' ? ':80' : o.serverName
-  const origin = php ? `php_fastcgi ${o.parsed.kind === 'fastcgi' && o.parsed.address.startsWith('unix:') ? `unix/${o.parsed.address.slice(5)}` : (o.parsed as { address: string }).address}` : `reverse_proxy ${(o.parsed as { url: string }).url}`
-  const unGated = php ? '    @static {\n        file\n        not path *.php\n    }\n    handle @static {\n        file_server\n    }\n' : o.bypass.map((p) => `    handle ${p}* {\n        ${origin}\n    }\n`).join('')
+  const origin = php
+    ? `php_fastcgi ${o.parsed.kind === 'fastcgi' && o.parsed.address.startsWith('unix:') ? `unix/${o.parsed.address.slice(5)}` : (o.parsed as { address: string }).address}`
+    : `reverse_proxy ${(o.parsed as { url: string }).url}`
+  const unGated = php
+    ? '    @static {\n        file\n        not path *.php\n    }\n    handle @static {\n        file_server\n    }\n'
+    : o.bypass.map((p) => `    handle ${p}* {\n        ${origin}\n    }\n`).join('')
   return `# airlock-shield in front of ${o.origin}: written by \`airlock caddy-config\`.
 # Every request that would reach ${php ? 'PHP' : 'the origin'} asks the decision service (airlock auth on
 # ${o.service}); a 'continue' goes on with the cookies it sets, anything else is its answer

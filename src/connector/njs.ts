@@ -150,6 +150,19 @@ export interface NjsSettings {
 }
 
 /** The settings a gate's connector needs: its name, cookies, pass life, secrets. */
-export function njsSettings(gate: Pick<Gate, 'name' | 'cookieName' | 'ticketCookieName' | 'passTtl' | 'retryAfter'>, secrets: string[], fail: 'closed' | 'open'): NjsSettings {
-  return { gate: gate.name, cookie: gate.cookieName, ticket: gate.ticketCookieName, passTtl: gate.passTtl, secrets, fail, retryAfter: gate.retryAfter, busyPage: renderBusyPage(gate.retryAfter) }
+export function njsSettings(
+  gate: Pick<Gate, 'name' | 'cookieName' | 'ticketCookieName' | 'passTtl' | 'retryAfter'>,
+  secrets: string[],
+  fail: 'closed' | 'open',
+): NjsSettings {
+  return {
+    gate: gate.name,
+    cookie: gate.cookieName,
+    ticket: gate.ticketCookieName,
+    passTtl: gate.passTtl,
+    secrets,
+    fail,
+    retryAfter: gate.retryAfter,
+    busyPage: renderBusyPage(gate.retryAfter),
+  }
 }

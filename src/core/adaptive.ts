@@ -175,7 +175,8 @@ export class AdaptiveEstimator {
     try {
       const v = JSON.parse(text) as unknown
       if (!Array.isArray(v) || v.length !== 12) return e
-      const [baseline, ceiling, since, sinceGrowth, streak, hurt, slow, reason, recent, debt, step, grownFrom] = v as unknown[]
+      const [baseline, ceiling, since, sinceGrowth, streak, hurt, slow, reason, recent, debt, step, grownFrom] =
+        v as unknown[]
       const num = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : null)
       e.#baseline = num(baseline)
       e.#ceiling = num(ceiling)
@@ -184,7 +185,10 @@ export class AdaptiveEstimator {
       e.#streak = num(streak) ?? 0
       e.#hurt = hurt === true
       e.#slow = slow === true
-      e.#last = { reason: REASONS.includes(reason as never) ? (reason as AdaptiveStep['reason']) : 'start', recent: num(recent) }
+      e.#last = {
+        reason: REASONS.includes(reason as never) ? (reason as AdaptiveStep['reason']) : 'start',
+        recent: num(recent),
+      }
       e.#debt = Math.min(MAX_DEBT, num(debt) ?? 0)
       e.#step = num(step) ?? 0
       e.#grownFrom = num(grownFrom) ?? 0
@@ -215,7 +219,12 @@ export class AdaptiveEstimator {
     // rate kept it lower; above it in session mode when passes given before a cut are still out.
     const inside = w.inside ?? limit
     const recentGrowth = w.sessions === true ? RECENT_GROWTH_SESSIONS : RECENT_GROWTH
-    const at = (next: number, reason: AdaptiveStep['reason']): AdaptiveStep => ({ limit: next, reason, baseline: this.#baseline, recent })
+    const at = (next: number, reason: AdaptiveStep['reason']): AdaptiveStep => ({
+      limit: next,
+      reason,
+      baseline: this.#baseline,
+      recent,
+    })
     // A cut never raises the limit, and halves it at most.
     const cut = (target: number): number => Math.max(Math.ceil(limit / 2), Math.min(limit, target))
     const backoff = (): void => {
@@ -229,7 +238,8 @@ export class AdaptiveEstimator {
     // fleet's reports arrive up to a window late: let them drain before judging again. Failures that
     // arrive while a probe's cut drains are the probe's too (another instance's, reported late).
     if (this.#sinceBackoff <= DRAIN) {
-      if (this.#debt > 0 && w.failures > 0) this.#debt = Math.min(this.#debtCap(w), this.#debt + Math.min(w.failures, this.#charge(w)))
+      if (this.#debt > 0 && w.failures > 0)
+        this.#debt = Math.min(this.#debtCap(w), this.#debt + Math.min(w.failures, this.#charge(w)))
       return at(limit, 'drain')
     }
     const ratio = recent !== null && this.#baseline !== null && w.samples >= MIN_SAMPLES ? recent / this.#baseline : 1
@@ -245,7 +255,8 @@ export class AdaptiveEstimator {
       // Failures soon after a growth are the probe's: its cost, paid back before the next growth.
       // Others mean the backend changed: what earlier probes cost says nothing of it any more.
       // (The slow start's overshoot is how the capacity is found, not a probe of a known mark: no charge.)
-      this.#debt = this.#sinceGrowth <= recentGrowth && this.#hurt ? Math.min(this.#debtCap(w), this.#debt + this.#charge(w)) : 0
+      this.#debt =
+        this.#sinceGrowth <= recentGrowth && this.#hurt ? Math.min(this.#debtCap(w), this.#debt + this.#charge(w)) : 0
       backoff()
       return at(cut(Math.max(Math.ceil(base / 2), target)), 'failures')
     }
@@ -290,7 +301,10 @@ export class AdaptiveEstimator {
 
   /** The most a probe may owe: MAX_DEBT, and what MAX_PAUSE windows like `w` pay back. */
   #debtCap(w: AdaptiveWindow): number {
-    return Math.min(MAX_DEBT, (w.sessions === true ? MAX_PAUSE_SESSIONS : MAX_PAUSE) * PROBE_BUDGET * Math.max(1, w.samples - w.failures))
+    return Math.min(
+      MAX_DEBT,
+      (w.sessions === true ? MAX_PAUSE_SESSIONS : MAX_PAUSE) * PROBE_BUDGET * Math.max(1, w.samples - w.failures),
+    )
   }
 
   /**
@@ -307,7 +321,10 @@ export class AdaptiveEstimator {
     if (this.#ceiling === null) return Math.ceil(base * (this.#hurt ? growth : sessions ? SESSION_START : START))
     if (base < this.#ceiling) {
       this.#streak = 0
-      return Math.min(Math.ceil(base * growth), base + Math.max(1, Math.min(Math.floor((this.#ceiling - base) / 2), Math.ceil(this.#ceiling / 10))))
+      return Math.min(
+        Math.ceil(base * growth),
+        base + Math.max(1, Math.min(Math.floor((this.#ceiling - base) / 2), Math.ceil(this.#ceiling / 10))),
+      )
     }
     // The streak grows only when the last step was taken: a limit held lower (a live limit) keeps
     // proposing the same step past what was inside, it does not compound it.

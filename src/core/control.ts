@@ -85,7 +85,9 @@ export function encodePatch(patch: ControlPatch, by: string, now: number): Recor
   const opens = patch.opensAt === undefined ? undefined : time('opensAt', patch.opensAt)
   const closes = patch.closesAt === undefined ? undefined : time('closesAt', patch.closesAt)
   if (opens != null && closes != null && closes <= opens) {
-    optionError(`closesAt must be after opensAt, got opensAt ${new Date(opens).toISOString()} and closesAt ${new Date(closes).toISOString()}`)
+    optionError(
+      `closesAt must be after opensAt, got opensAt ${new Date(opens).toISOString()} and closesAt ${new Date(closes).toISOString()}`,
+    )
   }
   if (opens !== undefined) fields.opensAt = opens === null ? null : String(opens)
   if (closes !== undefined) fields.closesAt = closes === null ? null : String(closes)
@@ -126,13 +128,27 @@ const Y2K = 946_684_800_000
 function time(field: string, value: unknown): number | null {
   if (value === null) return null
   const text = typeof value === 'string' && ISO_TIME.test(value.trim()) ? value.trim() : undefined
-  const ms = value instanceof Date ? value.getTime() : text !== undefined ? Date.parse(text) : typeof value === 'number' ? value : NaN
+  const ms =
+    value instanceof Date
+      ? value.getTime()
+      : text !== undefined
+        ? Date.parse(text)
+        : typeof value === 'number'
+          ? value
+          : NaN
   if (!Number.isFinite(ms) || ms > 8.64e15) {
-    optionError(`${field} must be a Date, an ISO 8601 time (2026-12-01T09:00:00Z) or ms since the epoch (or null to clear), got ${received(value)}`)
+    optionError(
+      `${field} must be a Date, an ISO 8601 time (2026-12-01T09:00:00Z) or ms since the epoch (or null to clear), got ${received(value)}`,
+    )
   }
   if (ms < Y2K) {
-    const seconds = typeof value === 'number' && value > 1e8 ? `; ${value} looks like seconds since the epoch: that is ${new Date(value * 1000).toISOString()} in milliseconds (${value * 1000})` : ''
-    optionError(`${field} is before 2000 (${received(value)} is ${new Date(ms).toISOString()}): times are ms since the epoch, a Date or an ISO 8601 time${seconds}`)
+    const seconds =
+      typeof value === 'number' && value > 1e8
+        ? `; ${value} looks like seconds since the epoch: that is ${new Date(value * 1000).toISOString()} in milliseconds (${value * 1000})`
+        : ''
+    optionError(
+      `${field} is before 2000 (${received(value)} is ${new Date(ms).toISOString()}): times are ms since the epoch, a Date or an ISO 8601 time${seconds}`,
+    )
   }
   return Math.round(ms)
 }
@@ -213,7 +229,9 @@ export function airlockControl(options: LiveControlOptions = {}): LiveControl {
   const name = semaphoreName('name', options.name ?? 'default')
   const store = resolveStore(options.store)
   if (typeof store.control !== 'function') {
-    optionError(`the ${store.kind} store has no live control (Store.control): use the memory or Redis store, or add control() to yours`)
+    optionError(
+      `the ${store.kind} store has no live control (Store.control): use the memory or Redis store, or add control() to yours`,
+    )
   }
   const by = options.by ?? 'api'
   if (typeof by !== 'string' || by.length === 0) optionError(`by must be a non-empty string, got ${received(by)}`)
@@ -224,9 +242,19 @@ export function airlockControl(options: LiveControlOptions = {}): LiveControl {
     const author = who ?? by
     const fields = encodePatch(patch, author, Date.now())
     const state = read(await store.control!(name, fields))
-    logger?.info?.({ gate: name, by: author, patch, version: state.version }, `airlock-shield: control of '${name}' changed by ${author}: ${summary(patch)}`)
+    logger?.info?.(
+      { gate: name, by: author, patch, version: state.version },
+      `airlock-shield: control of '${name}' changed by ${author}: ${summary(patch)}`,
+    )
     if (controlChannel.hasSubscribers) {
-      controlChannel.publish({ gate: name, event: 'set', by: author, version: state.version, patch: { ...patch }, state: { ...state } } satisfies ControlEvent)
+      controlChannel.publish({
+        gate: name,
+        event: 'set',
+        by: author,
+        version: state.version,
+        patch: { ...patch },
+        state: { ...state },
+      } satisfies ControlEvent)
     }
     return state
   }

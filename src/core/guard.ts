@@ -103,7 +103,10 @@ export class StoreGuard {
       `airlock-shield: store unavailable (${what})`,
     )
     // Also on stderr, once per process: the app may run with its logger off.
-    warnOnce('AIRLOCK_STORE_UNAVAILABLE', `airlock-shield: the store of gate '${this.options.name}' is unavailable (${what}): ${String((err as Error | undefined)?.message ?? err)}`)
+    warnOnce(
+      'AIRLOCK_STORE_UNAVAILABLE',
+      `airlock-shield: the store of gate '${this.options.name}' is unavailable (${what}): ${String((err as Error | undefined)?.message ?? err)}`,
+    )
   }
 
   /** Stops the probe. Idempotent. */

@@ -85,9 +85,11 @@ export async function airlockReport(options: ReportOptions = {}): Promise<Histor
   const name = semaphoreName('name', options.name ?? 'default')
   const to = instant('to', options.to ?? Date.now())
   const from = instant('from', options.from ?? to - 24 * 3_600_000)
-  if (from > to) optionError(`from must be before to (${new Date(to).toISOString()}), got ${new Date(from).toISOString()}`)
+  if (from > to)
+    optionError(`from must be before to (${new Date(to).toISOString()}), got ${new Date(from).toISOString()}`)
   const storage = historyFor(store)
-  if (!storage) optionError(`store: the '${store.kind}' store keeps no history; report on the memory store or a Redis store`)
+  if (!storage)
+    optionError(`store: the '${store.kind}' store keeps no history; report on the memory store or a Redis store`)
   const first = Math.floor(from / MINUTE)
   const last = Math.floor(to / MINUTE)
   if (last - first > 400 * 1440) optionError('from and to must be at most 400 days apart')
@@ -97,7 +99,9 @@ export async function airlockReport(options: ReportOptions = {}): Promise<Histor
 function instant(option: string, value: unknown): number {
   const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : value
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > 8.64e15) {
-    optionError(`${option} must be a Date, ms since the epoch or an ISO 8601 time (2026-12-01T09:00:00Z), got ${received(value)}`)
+    optionError(
+      `${option} must be a Date, ms since the epoch or an ISO 8601 time (2026-12-01T09:00:00Z), got ${received(value)}`,
+    )
   }
   return ms
 }
@@ -149,7 +153,8 @@ class Figures {
   row(): Omit<HistoryRow, 'minute' | 'inLine'> {
     const by = (prefix: string): Record<string, number> => {
       const out: Record<string, number> = {}
-      for (const [field, n] of [...this.sums].sort(([a], [b]) => (a < b ? -1 : 1))) if (field.startsWith(prefix)) out[field.slice(prefix.length)] = n
+      for (const [field, n] of [...this.sums].sort(([a], [b]) => (a < b ? -1 : 1)))
+        if (field.startsWith(prefix)) out[field.slice(prefix.length)] = n
       return out
     }
     const turnedAwayBy = by(FIELDS.turnedAway)

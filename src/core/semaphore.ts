@@ -22,7 +22,9 @@ import {
  * What {@link Semaphore.tryAcquire} answers: a lease, or why not; `ended`: what the store dropped as
  * it answered (slots that expired, places that lapsed; see `StoreEnded`), for a gate's figures.
  */
-export type TryAcquireResult = ({ lease: Lease } | { lease: null; refused: 'full' | 'client-share' }) & { ended?: StoreEnded }
+export type TryAcquireResult = ({ lease: Lease } | { lease: null; refused: 'full' | 'client-share' }) & {
+  ended?: StoreEnded
+}
 
 /** Options of {@link createSemaphore}. All durations in milliseconds, at most 2^31 − 1 (a timer's limit). */
 export interface SemaphoreOptions {

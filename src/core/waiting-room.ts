@@ -6,7 +6,19 @@ import { runHolding, waitInLine } from './waiting.js'
 import type { Lease, LeaseHandle, RunContext, SemaphoreState } from './lease.js'
 import { AdmittedLease, assertVisitorId, estimateWait } from './visitor.js'
 import { createSemaphore, liveLimit, liveRate, type Semaphore } from './semaphore.js'
-import { abortSignal, boolean, duration, inMs, knownKeys, notTinyMs, optionsObject, received, semaphoreName, waitDuration, type Duration } from '../base/validate.js'
+import {
+  abortSignal,
+  boolean,
+  duration,
+  inMs,
+  knownKeys,
+  notTinyMs,
+  optionsObject,
+  received,
+  semaphoreName,
+  waitDuration,
+  type Duration,
+} from '../base/validate.js'
 
 export { assertVisitorId, estimateWait, MAX_VISITOR_ID_LENGTH, newVisitorId } from './visitor.js'
 
@@ -124,7 +136,13 @@ export interface WaitingRoomStatus extends SemaphoreState {
 }
 
 /** Line settings of a waiting room when not given. */
-const ROOM_DEFAULTS: QueueDefaults = { order: 'fifo', maxLength: 100_000, idleTimeout: 30_000, claimWindow: 10_000, confirmTimeout: 0 }
+const ROOM_DEFAULTS: QueueDefaults = {
+  order: 'fifo',
+  maxLength: 100_000,
+  idleTimeout: 30_000,
+  claimWindow: 10_000,
+  confirmTimeout: 0,
+}
 
 /** Options of {@link WaitingRoom.enter}. */
 export interface EnterOptions {
@@ -138,7 +156,7 @@ export interface EnterOptions {
 /** A uniform random key in [1, 2^52): a pre-queue place's order (see `QueueRequest.shuffle`). */
 function shuffleKey(): number {
   const [hi, lo] = crypto.getRandomValues(new Uint32Array(2)) as unknown as [number, number]
-  return 1 + ((hi & 0xfffff) * 2 ** 32 + lo) % (2 ** 52 - 1)
+  return 1 + (((hi & 0xfffff) * 2 ** 32 + lo) % (2 ** 52 - 1))
 }
 
 /**
@@ -174,7 +192,15 @@ export class WaitingRoom {
     if (options === null || typeof options !== 'object') {
       optionError(`createWaitingRoom() needs an options object with name, limit and ttl, got ${received(options)}`)
     }
-    knownKeys('createWaitingRoom()', options, ['name', 'limit', 'ttl', 'store', ...QUEUE_KEYS, 'retryInterval', 'admissionRate'])
+    knownKeys('createWaitingRoom()', options, [
+      'name',
+      'limit',
+      'ttl',
+      'store',
+      ...QUEUE_KEYS,
+      'retryInterval',
+      'admissionRate',
+    ])
     this.name = semaphoreName('name', options.name)
     this.#limit = liveLimit(options.limit)
     this.#rate = liveRate(options.admissionRate)
@@ -194,7 +220,13 @@ export class WaitingRoom {
       )
     }
     this.store = resolveStore(options.store)
-    this.semaphore = createSemaphore({ name: this.name, limit: this.#limit, ttl: inMs(this.ttl), store: this.store, admissionRate: this.#rate })
+    this.semaphore = createSemaphore({
+      name: this.name,
+      limit: this.#limit,
+      ttl: inMs(this.ttl),
+      store: this.store,
+      admissionRate: this.#rate,
+    })
     this.line = settings
     this.poller = { ...this.line, admit: false }
   }
@@ -228,16 +260,24 @@ export class WaitingRoom {
     if (options !== undefined) {
       optionsObject('enter()', options, ['fresh', 'hold', 'shuffle', 'client'])
       for (const key of ['fresh', 'hold', 'shuffle'] as const) {
-        if (options[key] !== undefined && typeof options[key] !== 'boolean') optionError(`${key} must be a boolean, got ${received(options[key])}`)
+        if (options[key] !== undefined && typeof options[key] !== 'boolean')
+          optionError(`${key} must be a boolean, got ${received(options[key])}`)
       }
-      if (options.hold || options.shuffle) line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
+      if (options.hold || options.shuffle)
+        line = { ...line, hold: options.hold === true, shuffle: options.shuffle ? shuffleKey() : 0 }
     }
     const result = await this.ask(token, line, options?.fresh === true, options?.client)
     const answer: EnterResult | PollResult =
-      result.status === 'full' ? { status: 'full', waiting: result.waiting } : result.status === 'client-share' ? { status: 'client-share' } : this.answer(token, result)
+      result.status === 'full'
+        ? { status: 'full', waiting: result.waiting }
+        : result.status === 'client-share'
+          ? { status: 'client-share' }
+          : this.answer(token, result)
     // A line request that may admit is absent only for a visitor that just left.
-    if (answer.status === 'absent') return result.ended === undefined ? { status: 'left' } : { status: 'left', ended: result.ended }
-    if (answer.status === 'admitted' && result.status === 'acquired' && result.waited !== undefined) answer.waited = result.waited
+    if (answer.status === 'absent')
+      return result.ended === undefined ? { status: 'left' } : { status: 'left', ended: result.ended }
+    if (answer.status === 'admitted' && result.status === 'acquired' && result.waited !== undefined)
+      answer.waited = result.waited
     return result.ended === undefined ? answer : { ...answer, ended: result.ended }
   }
 
@@ -272,7 +312,8 @@ export class WaitingRoom {
   async leave(visitorId: string, options?: { keepOut?: boolean }): Promise<boolean> {
     if (options !== undefined) {
       optionsObject('leave()', options, ['keepOut'])
-      if (options.keepOut !== undefined && typeof options.keepOut !== 'boolean') optionError(`keepOut must be a boolean, got ${received(options.keepOut)}`)
+      if (options.keepOut !== undefined && typeof options.keepOut !== 'boolean')
+        optionError(`keepOut must be a boolean, got ${received(options.keepOut)}`)
     }
     return this.store.leave(this.name, assertVisitorId(visitorId), options?.keepOut === true)
   }
@@ -358,7 +399,16 @@ export class WaitingRoom {
   /** One store decision for this visitor: `line` to enter, `poller` to poll. */
   private ask(token: string, queue: QueueRequest, fresh = false, client?: ClientShare): Promise<AcquireResult> {
     const admissionRate = this.#rate() ?? undefined
-    return this.store.acquire(this.name, { token, limit: this.limit, ttl: this.ttl, weight: 1, queue, fresh, admissionRate, client })
+    return this.store.acquire(this.name, {
+      token,
+      limit: this.limit,
+      ttl: this.ttl,
+      weight: 1,
+      queue,
+      fresh,
+      admissionRate,
+      client,
+    })
   }
 
   private answer(token: string, result: AcquireResult): PollResult {

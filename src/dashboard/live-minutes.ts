@@ -25,14 +25,30 @@ export interface LiveMinute extends MinuteRecord {
 }
 
 /** The counters a minute is made of. */
-const COUNTED = ['admitted', 'admittedFromLine', 'abandoned', 'busy', 'clientShare', 'challenged', 'challengeFailed'] as const
+const COUNTED = [
+  'admitted',
+  'admittedFromLine',
+  'abandoned',
+  'busy',
+  'clientShare',
+  'challenged',
+  'challengeFailed',
+] as const
 type Counts = Record<(typeof COUNTED)[number], number>
 
 const MINUTE = 60_000
 /** An instance not seen for this long is forgotten (seen again, it counts as a new one). */
 const FORGET_MS = 10 * MINUTE
 
-const ZERO: Counts = { admitted: 0, admittedFromLine: 0, abandoned: 0, busy: 0, clientShare: 0, challenged: 0, challengeFailed: 0 }
+const ZERO: Counts = {
+  admitted: 0,
+  admittedFromLine: 0,
+  abandoned: 0,
+  busy: 0,
+  clientShare: 0,
+  challenged: 0,
+  challengeFailed: 0,
+}
 
 /** Follows one gate's instances minute by minute (see the module doc). */
 export class LiveMinutes {

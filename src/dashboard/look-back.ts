@@ -106,7 +106,16 @@ export class LookBacks {
     const report = summarize(name, first, last, step === 1 ? records : merged(records, step))
     const recent = new Map(records.filter((r) => r.minute >= last - 2).map((r) => [r.minute, r.fields]))
     return {
-      answer: { name, range, step, from: report.from, to: report.to, points: points(report.rows, first, last, step), open: null, totals },
+      answer: {
+        name,
+        range,
+        step,
+        from: report.from,
+        to: report.to,
+        points: points(report.rows, first, last, step),
+        open: null,
+        totals,
+      },
       recent,
     }
   }
@@ -128,7 +137,16 @@ function withLive(stored: Stored, live: readonly LiveMinute[], now: number, read
   // The points as of now: a point older than the range dropped, the newest added empty.
   const points = answer.points.filter((p) => p.t >= pointOf(first)).map((p) => ({ ...p }))
   for (let t = (points.at(-1)?.t ?? pointOf(first) - span) + span; t <= pointOf(last); t += span) {
-    points.push({ t, admitted: 0, turnedAway: 0, abandoned: 0, inLine: null, waitP50: null, waitP90: null, visitP50: null })
+    points.push({
+      t,
+      admitted: 0,
+      turnedAway: 0,
+      abandoned: 0,
+      inLine: null,
+      waitP50: null,
+      waitP90: null,
+      visitP50: null,
+    })
   }
   const totals = { ...answer.totals, turnedAwayBy: { ...answer.totals.turnedAwayBy } }
   let open: number | null = null
@@ -151,7 +169,10 @@ function withLive(stored: Stored, live: readonly LiveMinute[], now: number, read
     totals.admittedFromLine += grew(FIELDS.admittedFromLine)
     totals.abandoned += grew(FIELDS.abandoned)
     totals.turnedAway += away
-    for (const [fields, sign] of [[before, -1], [after, 1]] as const) {
+    for (const [fields, sign] of [
+      [before, -1],
+      [after, 1],
+    ] as const) {
       for (const [f, n] of Object.entries(fields)) {
         if (!f.startsWith(FIELDS.turnedAway)) continue
         const reason = f.slice(FIELDS.turnedAway.length)
@@ -174,7 +195,10 @@ function withLive(stored: Stored, live: readonly LiveMinute[], now: number, read
 }
 
 /** A minute's fields with the live figures merged in (see {@link withLive}). */
-function mergeLive(stored: Readonly<Record<string, number>>, live: Readonly<Record<string, number>>): Record<string, number> {
+function mergeLive(
+  stored: Readonly<Record<string, number>>,
+  live: Readonly<Record<string, number>>,
+): Record<string, number> {
   const fields = { ...stored }
   for (const f of [FIELDS.admitted, FIELDS.admittedFromLine, FIELDS.abandoned, LINE_FIELD]) {
     if (live[f] !== undefined) fields[f] = Math.max(fields[f] ?? 0, live[f])
@@ -220,7 +244,8 @@ function merged(records: readonly MinuteRecord[], step: number): MinuteRecord[] 
     const at = Math.floor(r.minute / step) * step
     let fields = groups.get(at)
     if (!fields) groups.set(at, (fields = {}))
-    for (const [f, n] of Object.entries(r.fields)) fields[f] = MAXIMA.has(f) ? Math.max(fields[f] ?? n, n) : (fields[f] ?? 0) + n
+    for (const [f, n] of Object.entries(r.fields))
+      fields[f] = MAXIMA.has(f) ? Math.max(fields[f] ?? n, n) : (fields[f] ?? 0) + n
   }
   return [...groups].map(([minute, fields]) => ({ minute, fields }))
 }

@@ -33,7 +33,10 @@ export interface Sample {
 export interface GateView {
   name: string
   sample: Sample | null
-  instances: Pick<InstanceReport, 'id' | 'host' | 'pid' | 'mode' | 'limit' | 'counters' | 'admittedLastMinute' | 'storeLatencyMs' | 'breaker'>[]
+  instances: Pick<
+    InstanceReport,
+    'id' | 'host' | 'pid' | 'mode' | 'limit' | 'counters' | 'admittedLastMinute' | 'storeLatencyMs' | 'breaker'
+  >[]
   control: ControlState
   /** The last sample failed (the store did not answer): the message, else `null`. */
   error: string | null
@@ -174,17 +177,19 @@ export class Sampler {
     }
     history.push(sample)
     if (history.length > this.#keep) history.splice(0, history.length - this.#keep)
-    const instances = status.instances.map(({ id, host, pid, mode, limit, counters, admittedLastMinute, storeLatencyMs, breaker }) => ({
-      id,
-      host,
-      pid,
-      mode,
-      limit,
-      counters,
-      admittedLastMinute,
-      storeLatencyMs,
-      breaker,
-    }))
+    const instances = status.instances.map(
+      ({ id, host, pid, mode, limit, counters, admittedLastMinute, storeLatencyMs, breaker }) => ({
+        id,
+        host,
+        pid,
+        mode,
+        limit,
+        counters,
+        admittedLastMinute,
+        storeLatencyMs,
+        breaker,
+      }),
+    )
     this.setView(name, { sample, instances, error: null }, false)
   }
 

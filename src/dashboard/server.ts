@@ -44,7 +44,11 @@ export interface DashboardOptions {
    */
   trustProxy?: boolean | string | readonly string[]
   /** Told of each control change made from the page (`info`). */
-  logger?: { info?(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error?(obj: object, msg?: string): void }
+  logger?: {
+    info?(obj: object, msg?: string): void
+    warn(obj: object, msg?: string): void
+    error?(obj: object, msg?: string): void
+  }
 }
 
 export interface Dashboard {
@@ -68,28 +72,46 @@ const FORM_BODY = { limit: 1024, timeout: 10_000 }
  * Creates the dashboard for `names` in `store`. Validates its options now (`ERR_AIRLOCK_OPTION`).
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
-  optionsObject('createDashboard()', options, ['token', 'store', 'names', 'controls', 'interval', 'secret', 'trustProxy', 'logger'])
+  optionsObject('createDashboard()', options, [
+    'token',
+    'store',
+    'names',
+    'controls',
+    'interval',
+    'secret',
+    'trustProxy',
+    'logger',
+  ])
   if (typeof options.token !== 'string' || options.token.length < 16) {
-    optionError(`token must be a string of at least 16 characters (openssl rand -hex 24), got ${options.token === undefined ? 'none' : 'a shorter one'}`)
+    optionError(
+      `token must be a string of at least 16 characters (openssl rand -hex 24), got ${options.token === undefined ? 'none' : 'a shorter one'}`,
+    )
   }
   const names = options.names ?? ['default']
-  if (!Array.isArray(names) || names.length === 0) optionError(`names must be a non-empty array of gate names, got ${received(names)}`)
+  if (!Array.isArray(names) || names.length === 0)
+    optionError(`names must be a non-empty array of gate names, got ${received(names)}`)
   for (const n of names) semaphoreName('names[]', n)
   const store = resolveStore(options.store)
   if (options.controls !== undefined) boolean('controls', options.controls)
   const controls = options.controls !== false && typeof store.control === 'function'
-  const credentials = new Credentials(options.token, options.secret === undefined ? [randomSecret()] : secretList('secret', options.secret))
+  const credentials = new Credentials(
+    options.token,
+    options.secret === undefined ? [randomSecret()] : secretList('secret', options.secret),
+  )
   const trusts = trustPolicy(options.trustProxy)
   const interval = options.interval === undefined ? undefined : duration('interval', options.interval)
-  if (interval !== undefined && interval < 100) optionError(`interval must be at least 100 ms (the dashboard samples the store this often), got ${interval}`)
+  if (interval !== undefined && interval < 100)
+    optionError(`interval must be at least 100 ms (the dashboard samples the store this often), got ${interval}`)
   const sampler = new Sampler({ store, names, interval })
   const ready = sampler.start()
   const steer = new Map<string, LiveControl>()
-  if (controls) for (const n of names) steer.set(n, airlockControl({ name: n, store, by: 'dashboard', logger: options.logger }))
+  if (controls)
+    for (const n of names) steer.set(n, airlockControl({ name: n, store, by: 'dashboard', logger: options.logger }))
   const lookBacks = new LookBacks(store, sampler)
   const page = renderDashboardPage({ names, controls, history: lookBacks.available, interval: interval ?? 1000 })
   const guard = new SignInGuard()
-  const clientOf = (req: IncomingMessage): string => (req as { ip?: string }).ip ?? clientBehind(req.socket?.remoteAddress ?? '', req.headers['x-forwarded-for'], trusts)
+  const clientOf = (req: IncomingMessage): string =>
+    (req as { ip?: string }).ip ?? clientBehind(req.socket?.remoteAddress ?? '', req.headers['x-forwarded-for'], trusts)
 
   const signedIn = (req: IncomingMessage, res: ServerResponse): void => {
     // The token becomes an HttpOnly cookie (an HMAC of it): out of the address bar, history and logs.
@@ -136,7 +158,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     // server's `req.url`) shows the link without its token (`tok%65n=` is `token=` too).
     if (query !== null) redactRequest(req)
     const path = url.pathname.replace(/\/+$/, '') || '/'
-    if (req.method === 'POST' && path === '/' && String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+    if (
+      req.method === 'POST' &&
+      path === '/' &&
+      String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')
+    ) {
       return signIn(req, res, client)
     }
     // A signed-in operator (the cookie cannot be computed from a guess) is never slowed down by others' guesses.
@@ -166,7 +192,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   const broke = (res: ServerResponse, err: unknown): void => {
     options.logger?.error?.({ err }, 'the dashboard failed to answer')
-    if (!res.headersSent && !res.destroyed) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', BODY_ERROR_HEADERS)
+    if (!res.headersSent && !res.destroyed)
+      send(res, 500, 'text/plain; charset=utf-8', 'internal error\n', BODY_ERROR_HEADERS)
   }
   const handle = (req: IncomingMessage, res: ServerResponse, client?: string): void => {
     try {
@@ -188,7 +215,8 @@ async function lookBack(res: ServerResponse, url: URL, names: readonly string[],
   const name = url.searchParams.get('name') ?? ''
   const range = url.searchParams.get('range') ?? 'hour'
   if (!names.includes(name)) return sendJson(res, 400, { error: 'unknown gate name' })
-  if (!Object.hasOwn(LOOK_BACK_RANGES, range)) return sendJson(res, 400, { error: `range must be one of ${Object.keys(LOOK_BACK_RANGES).join(', ')}` })
+  if (!Object.hasOwn(LOOK_BACK_RANGES, range))
+    return sendJson(res, 400, { error: `range must be one of ${Object.keys(LOOK_BACK_RANGES).join(', ')}` })
   if (!lookBacks.available) return sendJson(res, 404, { error: 'this store keeps no history' })
   try {
     sendJson(res, 200, await lookBacks.get(name, range as LookBackRange))
@@ -198,7 +226,12 @@ async function lookBack(res: ServerResponse, url: URL, names: readonly string[],
 }
 
 function events(req: IncomingMessage, res: ServerResponse, sampler: Sampler): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  })
   res.write(`event: init\ndata: ${JSON.stringify(snapshot(sampler))}\n\n`)
   const unsubscribe = sampler.subscribe((views) => res.write(`event: sample\ndata: ${JSON.stringify({ views })}\n\n`))
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000).unref()
@@ -212,7 +245,10 @@ function events(req: IncomingMessage, res: ServerResponse, sampler: Sampler): vo
 
 async function control(req: IncomingMessage, res: ServerResponse, steer: Map<string, LiveControl>): Promise<void> {
   // A custom header and JSON: a cross-site form cannot send either (and the cookie is SameSite=Strict).
-  if (req.headers['x-airlock-dashboard'] !== '1' || !String(req.headers['content-type']).startsWith('application/json')) {
+  if (
+    req.headers['x-airlock-dashboard'] !== '1' ||
+    !String(req.headers['content-type']).startsWith('application/json')
+  ) {
     return sendJson(res, 400, { error: 'send JSON with the X-Airlock-Dashboard: 1 header' })
   }
   const body = await readBody(req, SMALL_BODY)
@@ -224,7 +260,8 @@ async function control(req: IncomingMessage, res: ServerResponse, steer: Map<str
     return sendJson(res, 400, { error: 'the body is not JSON' })
   }
   const live = typeof parsed.name === 'string' ? steer.get(parsed.name) : undefined
-  if (live === undefined) return sendJson(res, 400, { error: steer.size === 0 ? 'live controls are off' : 'unknown gate name' })
+  if (live === undefined)
+    return sendJson(res, 400, { error: steer.size === 0 ? 'live controls are off' : 'unknown gate name' })
   try {
     const state = await live.set(parsed.patch as ControlPatch)
     sendJson(res, 200, state)
@@ -237,7 +274,14 @@ async function control(req: IncomingMessage, res: ServerResponse, steer: Map<str
 function isSecure(req: IncomingMessage, trusts: TrustPolicy): boolean {
   if ((req.socket as { encrypted?: boolean } | undefined)?.encrypted === true) return true
   const proto = req.headers['x-forwarded-proto']
-  return typeof proto === 'string' && trusts(req.socket?.remoteAddress ?? '') && proto.slice(proto.lastIndexOf(',') + 1).trim().toLowerCase() === 'https'
+  return (
+    typeof proto === 'string' &&
+    trusts(req.socket?.remoteAddress ?? '') &&
+    proto
+      .slice(proto.lastIndexOf(',') + 1)
+      .trim()
+      .toLowerCase() === 'https'
+  )
 }
 
 /** The `Cookie` header as one string (HTTP/2 may send several). */
@@ -252,8 +296,20 @@ function bodyFailed(res: ServerResponse, read: Extract<BodyRead, { ok: false }>)
   send(res, read.status, 'application/json; charset=utf-8', JSON.stringify({ error: read.message }), BODY_ERROR_HEADERS)
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', ...headers })
+function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    ...headers,
+  })
   res.end(body)
 }
 

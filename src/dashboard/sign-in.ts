@@ -23,7 +23,9 @@ export function signInPage(wrong: boolean): string {
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     `<meta name="robots" content="noindex"><title>Sign in: airlock dashboard</title><style>${STYLE}</style></head><body><main>` +
     '<h1>airlock dashboard</h1>' +
-    (wrong ? '<p role="alert">That token is not right.</p>' : '<p>Paste the dashboard token (AIRLOCK_DASHBOARD_TOKEN).</p>') +
+    (wrong
+      ? '<p role="alert">That token is not right.</p>'
+      : '<p>Paste the dashboard token (AIRLOCK_DASHBOARD_TOKEN).</p>') +
     '<form method="post"><label for="t">Token</label> <input id="t" name="token" type="password" autocomplete="current-password" required autofocus>' +
     ' <button>Sign in</button></form></main></body></html>'
   )

@@ -16,7 +16,14 @@ import { createGate, type Gate } from '../gate/gate.js'
 import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
 import { LEAVE_QUERY } from '../pages/left.js'
 import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, NO_HANDLE, runCommand } from '../gate/handle.js'
-import { GATE_OPTION_KEYS, type AirlockHandle, type GateDecision, type GateOptions, type RequestView, type RoutingRules } from '../gate/types.js'
+import {
+  GATE_OPTION_KEYS,
+  type AirlockHandle,
+  type GateDecision,
+  type GateOptions,
+  type RequestView,
+  type RoutingRules,
+} from '../gate/types.js'
 import { AirlockError, optionError } from '../base/errors.js'
 import { varyWith } from '../base/http.js'
 import { received, knownKeys, unknownKeyMessage } from '../base/validate.js'
@@ -154,7 +161,11 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
    * an onResponse hook: such a hook makes Fastify add and remove two listeners of its own on every
    * request, and `close` comes after `finish` in any case.
    */
-  const watchClose = (request: FastifyRequest, reply: Hooked, slot: { release(failed?: boolean): Promise<boolean> }): void => {
+  const watchClose = (
+    request: FastifyRequest,
+    reply: Hooked,
+    slot: { release(failed?: boolean): Promise<boolean> },
+  ): void => {
     const res = reply.raw
     const onClose = (): void => {
       if (res.writableFinished) {
@@ -178,8 +189,14 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     if (d.response !== undefined) {
       // Vary: joined to what the application already said it varies on (Origin, ...), not replaced.
       const { headers } = d.response
-      const vary = headers.vary !== undefined && reply.hasHeader('vary') ? varyWith(reply.getHeader('vary'), headers.vary) : undefined
-      reply.code(d.response.status).headers(vary === undefined ? headers : { ...headers, vary }).send(d.response.body)
+      const vary =
+        headers.vary !== undefined && reply.hasHeader('vary')
+          ? varyWith(reply.getHeader('vary'), headers.vary)
+          : undefined
+      reply
+        .code(d.response.status)
+        .headers(vary === undefined ? headers : { ...headers, vary })
+        .send(d.response.body)
       return
     }
     if (d.kind === 'admit' && d.slot !== undefined) {
@@ -188,17 +205,26 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
       else watchClose(request, reply, d.slot)
       // An upgrade (@fastify/websocket) is a request that lasts: its slot is kept alive until the socket closes.
       if (request.raw.headers.upgrade !== undefined) holdWhileOpen(request.raw.socket, d.slot)
-    }
-    else if (gate.measures(d)) reply[s.since] = performance.now()
+    } else if (gate.measures(d)) reply[s.since] = performance.now()
     done()
   }
 
-  const run = (d: GateDecision | Promise<GateDecision>, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+  const run = (
+    d: GateDecision | Promise<GateDecision>,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void => {
     if (d instanceof Promise) d.then((decision) => apply(request, reply as Hooked, decision, done), done)
     else apply(request, reply as Hooked, d, done)
   }
 
-  function onRequest(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  function onRequest(
+    this: FastifyInstance,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
     run(gate.decide(viewOf(request)), request, reply, done)
   }
   /** For requests this gate sees but does not decide: confirms the visitor's pass. */
@@ -208,23 +234,41 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
   if (gate.mode === 'session') {
     if (!gate.adaptive) return { onRequest, onConfirm }
     // The adaptive limit learns from the response time of admitted requests (passes and newcomers).
-    function onMeasure(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    function onMeasure(
+      this: FastifyInstance,
+      _request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
       const d = (reply as Hooked)[s.decision] as GateDecision | null
       // The route's own time, from the gate's decision on (not the decision's store call, nor a wait).
-      if (d !== null && gate.measures(d)) gate.measure(performance.now() - ((reply as Hooked)[s.since] as number), reply.statusCode >= 500, d)
+      if (d !== null && gate.measures(d))
+        gate.measure(performance.now() - ((reply as Hooked)[s.since] as number), reply.statusCode >= 500, d)
       done()
     }
     return { onRequest, onConfirm, onMeasure }
   }
 
   // Request mode: released once, when the response closes (watchClose), or after an abort by onSend / onError.
-  function onSend(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
+  function onSend(
+    this: FastifyInstance,
+    _request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: Error | null, payload?: unknown) => void,
+  ): void {
     const r = reply as Hooked
     r[s.flags] = (r[s.flags] as number) | SENT
     if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
     done(null, payload)
   }
-  function onError(this: FastifyInstance, _request: FastifyRequest, reply: FastifyReply, _error: Error, done: () => void): void {
+  function onError(
+    this: FastifyInstance,
+    _request: FastifyRequest,
+    reply: FastifyReply,
+    _error: Error,
+    done: () => void,
+  ): void {
     const r = reply as Hooked
     if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
     done()
@@ -250,7 +294,12 @@ function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void 
 
 /** Reply slots for one more gate (its own symbols), registered on the instance. */
 function newReplyKeys(fastify: FastifyInstance, registry: Registry, name: string): ReplyKeys {
-  const slots: ReplyKeys = { gate: Symbol(`airlock.${name}.gate`), decision: Symbol(`airlock.${name}.decision`), flags: Symbol(`airlock.${name}.flags`), since: Symbol(`airlock.${name}.since`) }
+  const slots: ReplyKeys = {
+    gate: Symbol(`airlock.${name}.gate`),
+    decision: Symbol(`airlock.${name}.decision`),
+    flags: Symbol(`airlock.${name}.flags`),
+    since: Symbol(`airlock.${name}.since`),
+  }
   registry.slots.push(slots)
   fastify.decorateReply(slots.gate, null)
   fastify.decorateReply(slots.decision, null)
@@ -288,7 +337,9 @@ function registryOf(fastify: FastifyInstance): Registry {
 
 function checkRouteGate(cfg: unknown, where: string): AirlockRouteGateOptions {
   if (cfg === null || typeof cfg !== 'object') {
-    optionError(`${where} must be false, true, a gate's name or gate options such as { name: 'checkout', limit: 5 }, got ${received(cfg)}`)
+    optionError(
+      `${where} must be false, true, a gate's name or gate options such as { name: 'checkout', limit: 5 }, got ${received(cfg)}`,
+    )
   }
   const routeOptions = cfg as AirlockRouteGateOptions
   if (typeof routeOptions.name !== 'string') {
@@ -307,7 +358,12 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
     optionError(`airlockShield options must be an object, got ${received(options)}`)
   }
   // Fastify's own register() options are not ours.
-  const { global = true, prefix: _p, logLevel: _l, ...gateOptions } = options as AirlockShieldOptions & {
+  const {
+    global = true,
+    prefix: _p,
+    logLevel: _l,
+    ...gateOptions
+  } = options as AirlockShieldOptions & {
     prefix?: unknown
     logLevel?: unknown
   }
@@ -375,7 +431,8 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
   if (gate.mode === 'session') {
     fastify.addHook('onRequest', function confirm404(request, reply, done) {
       if (!request.is404) return done()
-      if (request.method === 'POST' && request.url.endsWith(LEAVE_QUERY)) return hooks.onRequest.call(this, request, reply, done)
+      if (request.method === 'POST' && request.url.endsWith(LEAVE_QUERY))
+        return hooks.onRequest.call(this, request, reply, done)
       hooks.onConfirm(request, reply, done)
     })
   }
@@ -415,9 +472,16 @@ export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fas
   // Fastify logs "incoming request" before any hook runs: the routes' own serializer leaves a
   // `?token=` link's token out of it.
   const logSerializers = {
-    req: (request: FastifyRequest) => ({ method: request.method, url: redactToken(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }),
+    req: (request: FastifyRequest) => ({
+      method: request.method,
+      url: redactToken(request.url),
+      host: request.host,
+      remoteAddress: request.ip,
+      remotePort: request.socket?.remotePort,
+    }),
   }
-  for (const url of ['/', '/*']) fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, logSerializers, handler })
+  for (const url of ['/', '/*'])
+    fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, logSerializers, handler })
 }
 
 export default airlockShield

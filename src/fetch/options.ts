@@ -30,13 +30,20 @@ export const WEB_OPTION_KEYS: readonly string[] = [...GATE_OPTION_KEYS, 'clientA
 export function webOptions<Req, Args extends unknown[]>(
   what: string,
   options: (GateOptions<Req> & WebOptions<Args>) | undefined,
-): { gateOptions: GateOptions<Req>; clientAddress: ((...args: Args) => string | undefined) | undefined; trustProxy: boolean } {
+): {
+  gateOptions: GateOptions<Req>
+  clientAddress: ((...args: Args) => string | undefined) | undefined
+  trustProxy: boolean
+} {
   if (options === undefined) return { gateOptions: {}, clientAddress: undefined, trustProxy: false }
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) optionError(`${what} options must be an object, got ${received(options)}`)
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    optionError(`${what} options must be an object, got ${received(options)}`)
   knownKeys(what, options, WEB_OPTION_KEYS)
   const { clientAddress, trustProxy = false, ...gateOptions } = options
   if (clientAddress !== undefined && typeof clientAddress !== 'function') {
-    optionError(`clientAddress must be a function of the request returning the client's address, e.g. (request, server) => server.requestIP(request)?.address, got ${received(clientAddress)}`)
+    optionError(
+      `clientAddress must be a function of the request returning the client's address, e.g. (request, server) => server.requestIP(request)?.address, got ${received(clientAddress)}`,
+    )
   }
   return { gateOptions, clientAddress, trustProxy: boolean('trustProxy', trustProxy) }
 }

@@ -133,7 +133,9 @@ export function commandOf(response: Response): string | null {
     if (init === undefined || init === null) return null
     if (init instanceof Headers) return init.get(COMMAND_HEADER)
     if (typeof init === 'object' && !Array.isArray(init) && Object.getPrototypeOf(init) === Object.prototype) {
-      for (const k in init) if (k.length === COMMAND_HEADER.length && k.toLowerCase() === COMMAND_HEADER) return String((init as Record<string, unknown>)[k])
+      for (const k in init)
+        if (k.length === COMMAND_HEADER.length && k.toLowerCase() === COMMAND_HEADER)
+          return String((init as Record<string, unknown>)[k])
       return null
     }
   }
@@ -206,7 +208,8 @@ export class WebAnswer<Req = unknown> {
     this.decision = decision
     this.#request = request
     this.#secure = secure
-    this.response = decision.response === undefined ? undefined : toResponse(decision.response, decision.setCookie, request.method)
+    this.response =
+      decision.response === undefined ? undefined : toResponse(decision.response, decision.setCookie, request.method)
     this.#cookies = decision.setCookie === undefined ? NONE : [decision.setCookie]
     this.#since = decision.response === undefined && gate.measures(decision) ? performance.now() : -1
   }
@@ -234,7 +237,8 @@ export class WebAnswer<Req = unknown> {
   get headers(): Headers {
     const headers = new Headers()
     for (const c of this.#cookies ?? NONE) headers.append('set-cookie', c)
-    if (this.decision.kind === 'admit' && this.decision.headers !== undefined) for (const [k, v] of Object.entries(this.decision.headers)) headers.append(k, v)
+    if (this.decision.kind === 'admit' && this.decision.headers !== undefined)
+      for (const [k, v] of Object.entries(this.decision.headers)) headers.append(k, v)
     return headers
   }
 
@@ -306,7 +310,17 @@ export function check<Req>(
   // `request.url` is serialized on each read: once here.
   const url = request.url
   const secure = isSecure(request, trustProxy, url)
-  const view: RequestView<Req> = { method: request.method, url: pathOf(url), headers: headers ?? new HeaderView(request.headers), secure, ip, routing: undefined, request: req }
+  const view: RequestView<Req> = {
+    method: request.method,
+    url: pathOf(url),
+    headers: headers ?? new HeaderView(request.headers),
+    secure,
+    ip,
+    routing: undefined,
+    request: req,
+  }
   const d = gate.decide(view)
-  return d instanceof Promise ? d.then((x) => new WebAnswer(gate, x, request, secure)) : new WebAnswer(gate, d, request, secure)
+  return d instanceof Promise
+    ? d.then((x) => new WebAnswer(gate, x, request, secure))
+    : new WebAnswer(gate, d, request, secure)
 }

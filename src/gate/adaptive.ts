@@ -91,7 +91,10 @@ export class AdaptiveGate {
     } else {
       // A store that keeps no fleet figure: this gate keeps its own, and counts what is inside with state().
       const board = new AdaptiveBoard()
-      this.#fleet = { adapt: async (n, r) => board.report(r, Date.now(), (await store.state(n)).held), adaptCommit: async (_, c) => board.commit(c) }
+      this.#fleet = {
+        adapt: async (n, r) => board.report(r, Date.now(), (await store.state(n)).held),
+        adaptCommit: async (_, c) => board.commit(c),
+      }
     }
     this.#timer = setInterval(() => void this.tick(), window).unref()
     // Go on from the fleet's figure at once (a restarted gate, a new instance), not after a window.
@@ -203,7 +206,14 @@ export class AdaptiveGate {
     // data (a restart, a failover) goes on from the figure in force, not from the setting.
     const initial = this.#state.limit
     try {
-      const answer = await this.#fleet.adapt(this.name, { ...this.#take(), min, max, initial, every: this.window, minSamples: judgeSamples(this.#state.limit) })
+      const answer = await this.#fleet.adapt(this.name, {
+        ...this.#take(),
+        min,
+        max,
+        initial,
+        every: this.window,
+        minSamples: judgeSamples(this.#state.limit),
+      })
       let limit = answer.limit
       let state = answer.state
       if (answer.judge) {
@@ -214,7 +224,10 @@ export class AdaptiveGate {
         // window shows is what that figure let happen. So a cleared live limit leaves the adaptive
         // limit where the live one was tested, not where it was before (or grew to) unseen.
         const inForce = this.limit.control ?? limit
-        const step = estimator.step({ samples, failures, refused, inside, sessions: this.sessions, p95: windowP95(buckets, samples) }, inForce)
+        const step = estimator.step(
+          { samples, failures, refused, inside, sessions: this.sessions, p95: windowP95(buckets, samples) },
+          inForce,
+        )
         const next = Math.min(max, Math.max(min, step.limit))
         const saved = estimator.save()
         if (await this.#fleet.adaptCommit(this.name, { turn, limit: next, state: saved, min, max })) {
@@ -252,7 +265,14 @@ export class AdaptiveGate {
     if (brake !== undefined && (brake.fleet !== limit || ++brake.windows > BRAKE_WINDOWS)) this.#brake = undefined
     this.limit.setAdaptive(this.#brake === undefined ? limit : Math.min(limit, this.#brake.limit))
     if (limit !== previous && limitChannel.hasSubscribers) {
-      limitChannel.publish({ gate: this.name, limit, previous, reason, baseline: estimator.baseline, recent } satisfies LimitEvent)
+      limitChannel.publish({
+        gate: this.name,
+        limit,
+        previous,
+        reason,
+        baseline: estimator.baseline,
+        recent,
+      } satisfies LimitEvent)
     }
   }
 

@@ -27,7 +27,8 @@ export class GateAnswers<Req> {
 
   /** Logs a page builder that threw (the built-in page is sent instead). */
   pageError(option: string): (err: unknown) => void {
-    return (err) => this.logger.warn({ err, gate: this.gate }, `airlock-shield: ${option} threw; sending the built-in page`)
+    return (err) =>
+      this.logger.warn({ err, gate: this.gate }, `airlock-shield: ${option} threw; sending the built-in page`)
   }
 
   /** The busy decision for `reason` (the challenge is the door's own answer). */
@@ -40,7 +41,13 @@ export class GateAnswers<Req> {
     const nonce = this.nonce
     const makeNonce = () => (nonce === undefined ? undefined : this.userCall('nonce', nonce, view.request))
     const headers = view.headers
-    return { method: view.method, accept: headers.accept, acceptLanguage: headers['accept-language'], request: view.request, nonce: makeNonce }
+    return {
+      method: view.method,
+      accept: headers.accept,
+      acceptLanguage: headers['accept-language'],
+      request: view.request,
+      nonce: makeNonce,
+    }
   }
 
   /** A user's `skip` or `nonce` function: one that throws answers `undefined`, logged once per gate. */

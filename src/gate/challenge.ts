@@ -83,7 +83,9 @@ export function challengeSettings(option: unknown): ChallengeSettings | undefine
 
 function rate(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1_000_000) {
-    optionError(`${option} must be a number of visitors a second, 0 or more (0: none gets in without JavaScript), got ${received(value)}`)
+    optionError(
+      `${option} must be a number of visitors a second, 0 or more (0: none gets in without JavaScript), got ${received(value)}`,
+    )
   }
   return value
 }
@@ -119,7 +121,8 @@ export class Challenges {
     secrets: readonly string[],
     private readonly settings: ChallengeSettings,
   ) {
-    if (!/^[A-Za-z0-9._:-]{1,64}$/.test(gate)) optionError(`a challenge's gate name must be a safe name, got ${received(gate)}`)
+    if (!/^[A-Za-z0-9._:-]{1,64}$/.test(gate))
+      optionError(`a challenge's gate name must be a safe name, got ${received(gate)}`)
     this.signer = createSigner({ secrets, context: CHALLENGE_CONTEXT, maxLength: CHALLENGE_MAX_LENGTH })
   }
 
@@ -131,7 +134,14 @@ export class Challenges {
     const wanted = Number.isFinite(difficulty) ? Math.round(difficulty) : this.settings.difficulty
     const bitsWanted = Math.min(32, Math.max(1, wanted))
     const expiresAt = now + this.settings.ttl
-    const fields = [CHALLENGE_VERSION, this.gate, visitorTag(visitorId), String(bitsWanted), expiresAt.toString(36), newToken()]
+    const fields = [
+      CHALLENGE_VERSION,
+      this.gate,
+      visitorTag(visitorId),
+      String(bitsWanted),
+      expiresAt.toString(36),
+      newToken(),
+    ]
     return { challenge: this.signer.sign(fields), difficulty: bitsWanted, expiresAt }
   }
 
@@ -154,7 +164,8 @@ export class Challenges {
    */
   verify(visitorId: string, solution: string | undefined, now: number): ChallengeVerdict {
     if (solution === undefined || solution === '') return 'missing'
-    if (typeof solution !== 'string' || solution.length > SOLUTION_MAX_LENGTH || typeof visitorId !== 'string') return 'invalid'
+    if (typeof solution !== 'string' || solution.length > SOLUTION_MAX_LENGTH || typeof visitorId !== 'string')
+      return 'invalid'
     const space = solution.indexOf(' ')
     if (space < 0 || !NONCE.test(solution.slice(space + 1))) return 'invalid'
     const challenge = solution.slice(0, space)

@@ -25,14 +25,17 @@ export function shareSettings(option: unknown): ShareSettings | undefined {
   if (option === false) return undefined
   if (option === undefined || option === true) return { ...SHARE_DEFAULTS, slots: undefined }
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
-    optionError(`clientShare must be false (no share), true or an object such as { places: 20, perMinute: 60 }, got ${received(option)}`)
+    optionError(
+      `clientShare must be false (no share), true or an object such as { places: 20, perMinute: 60 }, got ${received(option)}`,
+    )
   }
   const o = option as ClientShareOptions
   knownKeys('clientShare', o, ['places', 'slots', 'perMinute'])
   return {
     places: positiveInteger('clientShare.places', o.places ?? SHARE_DEFAULTS.places),
     slots: o.slots === undefined ? undefined : positiveInteger('clientShare.slots', o.slots),
-    perMinute: o.perMinute === 0 ? 0 : positiveInteger('clientShare.perMinute', o.perMinute ?? SHARE_DEFAULTS.perMinute),
+    perMinute:
+      o.perMinute === 0 ? 0 : positiveInteger('clientShare.perMinute', o.perMinute ?? SHARE_DEFAULTS.perMinute),
   }
 }
 

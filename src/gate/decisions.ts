@@ -27,7 +27,10 @@ export const CONFIRM_LINK = Object.freeze({ link: `<${CONFIRM_QUERY}>; rel=prefe
 
 /** True when `decision` holds a visitor's pass (session mode): ending it frees its slot and clears the cookie. */
 export function holdsPass(decision: GateDecision): decision is (AdmitDecision | PassDecision) & { token: string } {
-  return (decision.kind === 'pass' || (decision.kind === 'admit' && decision.slot === undefined)) && decision.token !== undefined
+  return (
+    (decision.kind === 'pass' || (decision.kind === 'admit' && decision.slot === undefined)) &&
+    decision.token !== undefined
+  )
 }
 
 /** A bypass decision that sets `setCookie` (a confirmed or slid pass), if any. */
@@ -49,7 +52,6 @@ export function releaseLate(lease: Lease | null): void {
 export function releaseLateTry(result: { lease: Lease | null }): void {
   releaseLate(result.lease)
 }
-
 
 /**
  * Calls a user-supplied `skip` or `nonce` function. One that throws is treated as answering

@@ -100,11 +100,20 @@ export class Door {
     this.shadow = createSigner({ secrets, context: 'airlock-shadow', maxLength: TICKET_MAX_LENGTH })
     const common = { 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('challenge', gate) }
     this.json = Object.freeze({ ...common, 'content-type': 'application/json; charset=utf-8' })
-    this.html = new PageHeaders({ ...common, 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CHALLENGE_PAGE_CSP })
+    this.html = new PageHeaders({
+      ...common,
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CHALLENGE_PAGE_CSP,
+    })
   }
 
   /** The door's verdict on a request that carries no valid ticket. */
-  private step(cookie: string | string[] | undefined, solution: string | string[] | undefined, newId: () => string, now: number): DoorStep {
+  private step(
+    cookie: string | string[] | undefined,
+    solution: string | string[] | undefined,
+    newId: () => string,
+    now: number,
+  ): DoorStep {
     let opened: { visitorId: string; issuedAt: number } | undefined
     for (const value of cookieValues(cookie, this.cookieName)) {
       const shadowed = this.read(this.shadow, value, now)
@@ -118,7 +127,8 @@ export class Door {
     if (verdict === 'missing' || verdict === 'expired') {
       // Waiting was the proof: a page without JavaScript reloads itself after noscriptDelay. So
       // that clients computing nothing cannot flood in this way, at most noscriptRate a second.
-      if (verdict === 'missing' && ms >= this.settings.noscriptDelay && this.noscript.take(now)) return { kind: 'enter', visitorId: opened.visitorId, via: 'noscript', ms }
+      if (verdict === 'missing' && ms >= this.settings.noscriptDelay && this.noscript.take(now))
+        return { kind: 'enter', visitorId: opened.visitorId, via: 'noscript', ms }
       return { kind: 'challenge', visitorId: opened.visitorId, setCookie: false }
     }
     if (this.settings.failed === 'shadow') return { kind: 'shadow', visitorId: opened.visitorId, setCookie: true }
@@ -150,16 +160,26 @@ export class Door {
       case 'shadow': {
         this.publish('shadowed', this.difficulty(now), 0)
         // A place behind the line as it was, kept in the cookie: it never moves.
-        const position = step.setCookie ? this.pressure.waiting + 1 : Number(step.visitorId.slice(step.visitorId.lastIndexOf('.') + 1)) || 1
-        const setCookie = step.setCookie ? ctx.cookie(this.cookieValue(`${step.visitorId}.${position}`, now, true)) : undefined
-        const response = ctx.queued({ position, waiting: Math.max(position, this.pressure.waiting), eta: null, opensAt: null })
+        const position = step.setCookie
+          ? this.pressure.waiting + 1
+          : Number(step.visitorId.slice(step.visitorId.lastIndexOf('.') + 1)) || 1
+        const setCookie = step.setCookie
+          ? ctx.cookie(this.cookieValue(`${step.visitorId}.${position}`, now, true))
+          : undefined
+        const response = ctx.queued({
+          position,
+          waiting: Math.max(position, this.pressure.waiting),
+          eta: null,
+          opensAt: null,
+        })
         return { kind: 'busy', reason: 'challenge-failed', setCookie, response }
       }
     }
   }
 
   private publish(outcome: ChallengeEvent['outcome'], difficulty: number, ms: number): void {
-    if (challengeChannel.hasSubscribers) challengeChannel.publish({ gate: this.gate, outcome, difficulty, ms } satisfies ChallengeEvent)
+    if (challengeChannel.hasSubscribers)
+      challengeChannel.publish({ gate: this.gate, outcome, difficulty, ms } satisfies ChallengeEvent)
   }
 
   /** The door cookie's value for `visitorId` (`shadow`: marked for the line that never moves). */
@@ -171,9 +191,17 @@ export class Door {
   private answer(visitorId: string, r: AnswerRequest, now: number): { response: GateResponse; difficulty: number } {
     const issued = this.challenges.issue(visitorId, now, this.difficulty(now))
     const build = (): GateResponse => {
-      if (prefersJson(r.accept)) return { status: 202, headers: this.json, body: challengeJson(issued.challenge, issued.difficulty, issued.expiresAt) }
+      if (prefersJson(r.accept))
+        return {
+          status: 202,
+          headers: this.json,
+          body: challengeJson(issued.challenge, issued.difficulty, issued.expiresAt),
+        }
       const language = this.languages.pick(r.acceptLanguage)
-      const body = renderChallengePage({ ...issued, noscriptDelay: this.settings.noscriptDelay, nonce: r.nonce() }, language)
+      const body = renderChallengePage(
+        { ...issued, noscriptDelay: this.settings.noscriptDelay, nonce: r.nonce() },
+        language,
+      )
       return { status: 202, headers: this.html.of(language), body }
     }
     const get = build()

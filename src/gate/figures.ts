@@ -25,7 +25,8 @@ class Recent {
 
   figures(now: number): RecentFigures {
     const recent: number[] = []
-    for (let i = 0; i < Math.min(this.n, SAMPLES); i++) if (now - this.times[i]! <= RECENT_MS) recent.push(this.values[i]!)
+    for (let i = 0; i < Math.min(this.n, SAMPLES); i++)
+      if (now - this.times[i]! <= RECENT_MS) recent.push(this.values[i]!)
     recent.sort((a, b) => a - b)
     const k = recent.length
     const at = (q: number): number | null => (k === 0 ? null : recent[Math.min(k - 1, Math.floor(q * k))]!)
@@ -69,14 +70,29 @@ export class VisitEvents implements VisitSink {
 
   admitted(from: 'slot' | 'line', waitMs: number | null): void {
     if (from === 'line' && queueChannel.hasSubscribers) {
-      queueChannel.publish({ gate: this.gate, event: 'admit', position: null, waiting: null, waitMs, count: 1 } satisfies QueueEvent)
+      queueChannel.publish({
+        gate: this.gate,
+        event: 'admit',
+        position: null,
+        waiting: null,
+        waitMs,
+        count: 1,
+      } satisfies QueueEvent)
     }
   }
 
   turnedAway(): void {}
 
   abandoned(count: number): void {
-    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.gate, event: 'abandon', position: null, waiting: null, waitMs: null, count } satisfies QueueEvent)
+    if (queueChannel.hasSubscribers)
+      queueChannel.publish({
+        gate: this.gate,
+        event: 'abandon',
+        position: null,
+        waiting: null,
+        waitMs: null,
+        count,
+      } satisfies QueueEvent)
   }
 
   released(by: ReleasedBy, visitMs: number | null): void {

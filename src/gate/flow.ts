@@ -47,7 +47,17 @@ export abstract class Flow<Req> {
   protected readonly releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
 
   constructor(parts: GateParts<Req>) {
-    ;({ s: this.s, sem: this.sem, guard: this.guard, answers: this.answers, limit: this.limit, control: this.control, share: this.share, loss: this.loss, tally: this.tally } = parts)
+    ;({
+      s: this.s,
+      sem: this.sem,
+      guard: this.guard,
+      answers: this.answers,
+      limit: this.limit,
+      control: this.control,
+      share: this.share,
+      loss: this.loss,
+      tally: this.tally,
+    } = parts)
   }
 
   /** A request that is gated (not bypassed, not skipped, no passthrough): synchronous when it can be. */
@@ -78,7 +88,11 @@ export abstract class Flow<Req> {
    */
   protected storeFailed(view: RequestView<Req>, err: unknown, holder = false): GateDecision {
     const policy = this.s.onStoreError
-    if (err !== undefined) this.guard.logFailure(err, policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed')
+    if (err !== undefined)
+      this.guard.logFailure(
+        err,
+        policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed',
+      )
     return this.share.outage(policy, holder, Date.now()) ?? this.busy(view, 'store-unavailable')
   }
 }

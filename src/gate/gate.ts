@@ -30,14 +30,7 @@ import { SessionFlow } from './session.js'
 import { RequestFlow } from './request.js'
 import { Tally, type ReleasedBy, type VisitSink } from './tally.js'
 import { VisitEvents } from './figures.js'
-import type {
-  BypassDecision,
-  GateDecision,
-  GateLogger,
-  GateOptions,
-  GateStatus,
-  RequestView,
-} from './types.js'
+import type { BypassDecision, GateDecision, GateLogger, GateOptions, GateStatus, RequestView } from './types.js'
 
 export type * from './types.js'
 export { GATE_OPTION_KEYS } from './types.js'
@@ -98,8 +91,19 @@ export class Gate<Req = unknown> {
     const liveLimit = (): number => limit.value
     const control = (this.#control = new ControlInForce(s.name, s.store, s.logger, limit, s.control ? 5_000 : 0))
     const admissionRate = (): number | null => control.rate
-    ;({ mode: this.mode, passTtl: this.passTtl, provisionalTtl: this.provisionalTtl, recheckInterval: this.recheckInterval, ttl: this.ttl } = s)
-    ;({ reuseWindow: this.reuseWindow, retryAfter: this.retryAfter, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
+    ;({
+      mode: this.mode,
+      passTtl: this.passTtl,
+      provisionalTtl: this.provisionalTtl,
+      recheckInterval: this.recheckInterval,
+      ttl: this.ttl,
+    } = s)
+    ;({
+      reuseWindow: this.reuseWindow,
+      retryAfter: this.retryAfter,
+      onStoreError: this.onStoreError,
+      storeTimeout: this.storeTimeout,
+    } = s)
     ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
     this.cookieName = s.cookie.name
     this.ticketCookieName = s.ticketCookieName
@@ -133,21 +137,62 @@ export class Gate<Req = unknown> {
       s.secrets,
       this.sem,
     )
-    const answers = (this.answers = new GateAnswers<Req>(s.name, s.logger, s.retryAfter, s.busyPage, s.nonce, s.languages))
+    const answers = (this.answers = new GateAnswers<Req>(
+      s.name,
+      s.logger,
+      s.retryAfter,
+      s.busyPage,
+      s.nonce,
+      s.languages,
+    ))
     const share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl)
-    const loss = new LossWatch(s.store, s.name, s.logger, s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl)
-    const parts: GateParts<Req> = { s, sem: this.sem, guard: this.guard, answers, limit, liveLimit, admissionRate, control, share, loss, tally }
+    const loss = new LossWatch(
+      s.store,
+      s.name,
+      s.logger,
+      s.mode === 'session' ? Math.max(s.provisionalTtl, s.recheckInterval) : s.ttl,
+    )
+    const parts: GateParts<Req> = {
+      s,
+      sem: this.sem,
+      guard: this.guard,
+      answers,
+      limit,
+      liveLimit,
+      admissionRate,
+      control,
+      share,
+      loss,
+      tally,
+    }
     // The session flow checks the queue's options (its line), so it is built before any timer starts.
     const session = s.mode === 'session' ? new SessionFlow<Req>(parts, this.#passes) : undefined
     this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
     const onAdaptError = (err: unknown): void => this.guard.logFailure(err, 'adaptive limit')
-    this.#adaptor = s.adaptive && new AdaptiveGate(s.name, s.store, limit, s.adaptive, ADAPTIVE_WINDOW_MS, s.mode === 'session', onAdaptError, (d) => void this.release(d, 'operator'))
+    this.#adaptor =
+      s.adaptive &&
+      new AdaptiveGate(
+        s.name,
+        s.store,
+        limit,
+        s.adaptive,
+        ADAPTIVE_WINDOW_MS,
+        s.mode === 'session',
+        onAdaptError,
+        (d) => void this.release(d, 'operator'),
+      )
     this.#flow = session ?? new RequestFlow<Req>(parts, this.#adaptor)
     if (s.control) this.ready = control.start()
     if (s.history) {
       // A store closed before its gates: the last minute is lost, as the caller chose.
-      const onError = (err: unknown): void => void (isAirlockError(err, 'ERR_AIRLOCK_CLOSED') || this.guard.logFailure(err, 'history'))
-      this.#history = new MinuteTally({ storage: historyFor(s.store)!, name: s.name, keepMs: s.history.days * 86_400_000, onError })
+      const onError = (err: unknown): void =>
+        void (isAirlockError(err, 'ERR_AIRLOCK_CLOSED') || this.guard.logFailure(err, 'history'))
+      this.#history = new MinuteTally({
+        storage: historyFor(s.store)!,
+        name: s.name,
+        keepMs: s.history.days * 86_400_000,
+        onError,
+      })
       this.#tally.add(this.#history)
     }
     this.#ref = new WeakRef(this as unknown as Gate<never>)
@@ -178,7 +223,9 @@ export class Gate<Req = unknown> {
    * other options: store, secret, logger, pages, ... (Fastify's route-level `config.airlock`).
    */
   child(options: GateOptions<Req> & { name: string }): Gate<Req> {
-    return new Gate<Req>(childOptions(this.#options, options, this.logger, this.randomSecret ? undefined : this.#s.secrets))
+    return new Gate<Req>(
+      childOptions(this.#options, options, this.logger, this.randomSecret ? undefined : this.#s.secrets),
+    )
   }
 
   /**
@@ -188,7 +235,8 @@ export class Gate<Req = unknown> {
   decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const d = this.decideNow(view)
     // Synchronous: no clock read on the hot path. A pass whose last request failed may wait first.
-    if (!(d instanceof Promise)) return this.#adaptor?.holdBack(d)?.then((x) => this.decided(x, -1)) ?? this.decided(d, -1)
+    if (!(d instanceof Promise))
+      return this.#adaptor?.holdBack(d)?.then((x) => this.decided(x, -1)) ?? this.decided(d, -1)
     const t0 = decisionChannel.hasSubscribers ? performance.now() : -1
     const adaptor = this.#adaptor // only a gate with the adaptive limit holds a pass back: no extra tick for the others
     return (adaptor ? d.then((x) => adaptor.holdBack(x) ?? x) : d).then((decision) => this.decided(decision, t0))
@@ -223,7 +271,13 @@ export class Gate<Req = unknown> {
     if (this.#adaptor && (d.kind === 'queued' || (d.kind === 'busy' && d.reason === 'full'))) this.#adaptor.refused()
     if (decisionChannel.hasSubscribers) {
       const reason = d.kind === 'admit' || d.kind === 'busy' ? d.reason : undefined
-      const event: DecisionEvent = { gate: this.name, mode: this.mode, kind: d.kind, reason, durationMs: t0 < 0 ? 0 : performance.now() - t0 }
+      const event: DecisionEvent = {
+        gate: this.name,
+        mode: this.mode,
+        kind: d.kind,
+        reason,
+        durationMs: t0 < 0 ? 0 : performance.now() - t0,
+      }
       decisionChannel.publish(event)
     }
     return d
@@ -246,7 +300,11 @@ export class Gate<Req = unknown> {
   /** The gate's own confirm request (`?__airlock=confirm`): `204`, with the confirmed pass. */
   private confirmRequest(view: RequestView<Req>): BypassDecision | Promise<BypassDecision> {
     const confirmed = (this.#confirmed ??= confirmedAnswer(this.name))
-    const answer = (d: BypassDecision): BypassDecision => ({ kind: 'bypass', setCookie: d.setCookie, response: confirmed })
+    const answer = (d: BypassDecision): BypassDecision => ({
+      kind: 'bypass',
+      setCookie: d.setCookie,
+      response: confirmed,
+    })
     const d = this.confirm(view)
     return d instanceof Promise ? d.then(answer) : answer(d)
   }
@@ -264,7 +322,9 @@ export class Gate<Req = unknown> {
     this.#passes.forget(token)
     try {
       const { store, name } = this.sem
-      const freed = store.releaseHeld ? await store.releaseHeld(name, token) : (await store.release(name, token)) && { heldMs: null }
+      const freed = store.releaseHeld
+        ? await store.releaseHeld(name, token)
+        : (await store.release(name, token)) && { heldMs: null }
       if (freed) this.#tally.released(by, freed.heldMs)
       return freed !== false
     } catch (err) {
@@ -289,8 +349,15 @@ export class Gate<Req = unknown> {
    * its own counters (this one first, with its latest figures). One store call.
    */
   async status(): Promise<GateStatus> {
-    const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats, (e) => this.#tally.ended(e))
-    return { ...status, limitSource: this.#limit.source, control: this.#control.state, adaptive: this.#adaptor?.state ?? null }
+    const status = await gateStatus(this.store, this.name, this.mode, this.limit, this.stats, (e) =>
+      this.#tally.ended(e),
+    )
+    return {
+      ...status,
+      limitSource: this.#limit.source,
+      control: this.#control.state,
+      adaptive: this.#adaptor?.state ?? null,
+    }
   }
 
   /** This instance's circuit breaker: `'open'` while it answers without calling the store. */
@@ -308,7 +375,8 @@ export class Gate<Req = unknown> {
     this.#passes.clear()
     await this.#flow.close()
     // The last minute goes to the store, within the store budget (a store already gone costs no more).
-    if (this.#history) await Promise.race([this.#history.close(), new Promise((r) => setTimeout(r, this.storeTimeout).unref())])
+    if (this.#history)
+      await Promise.race([this.#history.close(), new Promise((r) => setTimeout(r, this.storeTimeout).unref())])
   }
 }
 

@@ -13,7 +13,10 @@ export const NO_HANDLE: AirlockHandle = Object.freeze({ decision: undefined, rel
  * while the socket is open, released once when it closes, and the socket is ended if the store no
  * longer has the slot (so open sockets never outnumber the limit).
  */
-export function holdWhileOpen(socket: { once(event: 'close', listener: () => void): unknown; destroy(): void }, slot: RequestSlot): void {
+export function holdWhileOpen(
+  socket: { once(event: 'close', listener: () => void): unknown; destroy(): void },
+  slot: RequestSlot,
+): void {
   slot.hold(() => socket.destroy())
   socket.once('close', () => void slot.release())
 }
@@ -82,7 +85,12 @@ class JarHandle<Req> extends GateHandle<Req> {
  * The route's view of a decision (see {@link GateHandle}) on a {@link CookieJar}. `secure`: whether
  * the request came over HTTPS, or how to tell (read only when a cookie is cleared).
  */
-export function handleFor<Req>(gate: Gate<Req>, decision: GateDecision, jar: CookieJar, secure: boolean | (() => boolean)): AirlockHandle {
+export function handleFor<Req>(
+  gate: Gate<Req>,
+  decision: GateDecision,
+  jar: CookieJar,
+  secure: boolean | (() => boolean),
+): AirlockHandle {
   return new JarHandle(gate, decision, jar, secure)
 }
 
@@ -104,7 +112,9 @@ export const COMMAND_HEADER = 'airlock-command'
  * `airlock:release` with `by: 'origin'`. `false` for a value it does not know (nothing done).
  */
 export function runCommand(control: AirlockHandle, value: string | number | string[] | undefined): boolean {
-  const command = String(value ?? '').trim().toLowerCase()
+  const command = String(value ?? '')
+    .trim()
+    .toLowerCase()
   if (command !== 'release') return false
   if (control.decision === undefined || control.decision.kind === 'bypass') return true
   void control.release() // told as a release by the origin (gate.release's default)

@@ -57,7 +57,8 @@ export class GateLine {
       maxLength: 100_000,
       idleTimeout: 30_000,
       claimWindow: 10_000,
-      confirmTimeout: ({ idleTimeout, claimWindow }) => Math.min(idleTimeout, Math.max(5_000, pollFor(claimWindow) * 3)),
+      confirmTimeout: ({ idleTimeout, claimWindow }) =>
+        Math.min(idleTimeout, Math.max(5_000, pollFor(claimWindow) * 3)),
     })
     const { idleTimeout, claimWindow, confirmTimeout } = line
     this.order = line.order
@@ -80,16 +81,30 @@ export class GateLine {
       optionError(`queue.page must be a function ({ position, waiting, eta, ... }) => html, got ${received(q.page)}`)
     }
     this.answers = new LineAnswers(
-      { gate, order: this.order, pollInterval: this.pollInterval, keepAliveInterval: this.keepAliveInterval, hold: settings.hold },
+      {
+        gate,
+        order: this.order,
+        pollInterval: this.pollInterval,
+        keepAliveInterval: this.keepAliveInterval,
+        hold: settings.hold,
+      },
       q.page,
       settings.onPageError,
       settings.languages,
     )
-    this.room = createWaitingRoom({ name: gate, limit: settings.limit, admissionRate: settings.admissionRate, ttl: inMs(settings.ttl), store: settings.store, ...line })
+    this.room = createWaitingRoom({
+      name: gate,
+      limit: settings.limit,
+      admissionRate: settings.admissionRate,
+      ttl: inMs(settings.ttl),
+      store: settings.store,
+      ...line,
+    })
     this.ticketCookieName = settings.ticketCookieName
     this.signer = createSigner({ secrets: settings.secrets, context: TICKET_CONTEXT, maxLength: TICKET_MAX_LENGTH })
     const challenge = challengeSettings(q.challenge)
-    this.door = challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`, settings.languages)
+    this.door =
+      challenge && new Door(gate, challenge, settings.secrets, `${settings.ticketCookieName}_door`, settings.languages)
   }
 
   /** The first valid ticket of this gate in the `Cookie` header (its visitor id, when it was issued), if any. */
@@ -112,7 +127,13 @@ export class GateLine {
    * the operator set).
    */
   place(queued: Queued, opening: Opening | null = null): LinePlace {
-    if (opening !== null) return { position: null, waiting: queued.waiting, eta: Math.max(0, Math.ceil(opening.in / 1000)), opensAt: opening.at }
+    if (opening !== null)
+      return {
+        position: null,
+        waiting: queued.waiting,
+        eta: Math.max(0, Math.ceil(opening.in / 1000)),
+        opensAt: opening.at,
+      }
     if (this.order === 'random') return { position: null, waiting: queued.waiting, eta: null, opensAt: null }
     return {
       position: queued.position,

@@ -72,7 +72,8 @@ export class ControlInForce {
     if (s.version === 0) return NORMAL
     const storeNow = now + this.#skew
     if (s.closesAt !== null && storeNow >= s.closesAt.getTime()) return CLOSED
-    if (s.opensAt !== null && storeNow < s.opensAt.getTime()) return { kind: 'hold', opening: { at: s.opensAt.getTime(), in: s.opensAt.getTime() - storeNow } }
+    if (s.opensAt !== null && storeNow < s.opensAt.getTime())
+      return { kind: 'hold', opening: { at: s.opensAt.getTime(), in: s.opensAt.getTime() - storeNow } }
     if (s.mode === 'closed') return CLOSED
     if (s.mode === 'queue-all') return HOLD
     return NORMAL
@@ -90,7 +91,11 @@ export class ControlInForce {
       if (this.#closed) unwatch?.()
       else this.#unwatch = unwatch
     } catch (err) {
-      this.warnOnce('watch', { err, gate: this.name }, `airlock-shield: cannot watch the control of '${this.name}'; re-reading it every ${this.rereadEvery} ms`)
+      this.warnOnce(
+        'watch',
+        { err, gate: this.name },
+        `airlock-shield: cannot watch the control of '${this.name}'; re-reading it every ${this.rereadEvery} ms`,
+      )
     }
     await this.read()
   }
@@ -108,11 +113,20 @@ export class ControlInForce {
           if (record.version === 0 && this.#state.version > 0) return this.restore()
           return this.apply(
             decodeControl(record, (field, value) =>
-              this.warnOnce(`${field}=${value}`, { gate: this.name, field, value }, `airlock-shield: ignoring the control record's ${field} of '${this.name}': ${JSON.stringify(value)} is not valid`),
+              this.warnOnce(
+                `${field}=${value}`,
+                { gate: this.name, field, value },
+                `airlock-shield: ignoring the control record's ${field} of '${this.name}': ${JSON.stringify(value)} is not valid`,
+              ),
             ),
           )
         },
-        (err: unknown) => this.warnOnce('read', { err, gate: this.name }, `airlock-shield: cannot read the control of '${this.name}'; keeping version ${this.#state.version}`),
+        (err: unknown) =>
+          this.warnOnce(
+            'read',
+            { err, gate: this.name },
+            `airlock-shield: cannot read the control of '${this.name}'; keeping version ${this.#state.version}`,
+          ),
       )
       .finally(() => (this.#reading = undefined))
     return this.#reading
@@ -126,11 +140,24 @@ export class ControlInForce {
   private async restore(): Promise<void> {
     const known = this.#state
     this.logger[this.logger.error ? 'error' : 'warn']!(
-      { gate: this.name, version: known.version, mode: known.mode, limit: known.limit, admissionRate: known.admissionRate },
+      {
+        gate: this.name,
+        version: known.version,
+        mode: known.mode,
+        limit: known.limit,
+        admissionRate: known.admissionRate,
+      },
       `airlock-shield: the live control of '${this.name}' (version ${known.version}) is gone from the store (data lost: a restart, a failover, a flush); keeping it in force and writing it back`,
     )
     if (controlChannel.hasSubscribers) {
-      controlChannel.publish({ gate: this.name, event: 'restored', by: known.updatedBy, version: known.version, patch: undefined, state: { ...known } } satisfies ControlEvent)
+      controlChannel.publish({
+        gate: this.name,
+        event: 'restored',
+        by: known.updatedBy,
+        version: known.version,
+        patch: undefined,
+        state: { ...known },
+      } satisfies ControlEvent)
     }
     // '#v' first, so the written-back record's version is above every version the fleet has seen.
     const fields = { '#v': String(known.version), ...stateFields(known) }
@@ -138,7 +165,11 @@ export class ControlInForce {
       const record = await this.store.control!(this.name, fields)
       if (!this.#closed && record.version > known.version) this.apply(decodeControl(record, () => {}))
     } catch (err) {
-      this.warnOnce('restore', { err, gate: this.name }, `airlock-shield: cannot write back the control of '${this.name}'; keeping version ${known.version} in force`)
+      this.warnOnce(
+        'restore',
+        { err, gate: this.name },
+        `airlock-shield: cannot write back the control of '${this.name}'; keeping version ${known.version} in force`,
+      )
     }
   }
 
@@ -148,9 +179,26 @@ export class ControlInForce {
     this.#state = next
     this.limit.setControl(next.limit)
     if (next.version === previous.version) return
-    this.logger.info?.({ gate: this.name, version: next.version, by: next.updatedBy, mode: next.mode, limit: next.limit, admissionRate: next.admissionRate }, `airlock-shield: applying control version ${next.version} of '${this.name}'`)
+    this.logger.info?.(
+      {
+        gate: this.name,
+        version: next.version,
+        by: next.updatedBy,
+        mode: next.mode,
+        limit: next.limit,
+        admissionRate: next.admissionRate,
+      },
+      `airlock-shield: applying control version ${next.version} of '${this.name}'`,
+    )
     if (controlChannel.hasSubscribers) {
-      controlChannel.publish({ gate: this.name, event: 'applied', by: next.updatedBy, version: next.version, patch: undefined, state: { ...next } } satisfies ControlEvent)
+      controlChannel.publish({
+        gate: this.name,
+        event: 'applied',
+        by: next.updatedBy,
+        version: next.version,
+        patch: undefined,
+        state: { ...next },
+      } satisfies ControlEvent)
     }
   }
 

@@ -92,7 +92,17 @@ export class LocalShare {
   outage(policy: 'local' | 'open' | 'closed', holder: boolean, now: number): AdmitDecision | undefined {
     if (policy === 'open' || (policy === 'local' && holder)) return OPEN_ADMIT
     const slot = policy === 'local' ? this.admitLocal(now) : undefined
-    return slot && { kind: 'admit', reason: 'store-unavailable', token: undefined, setCookie: undefined, headers: undefined, response: undefined, slot }
+    return (
+      slot && {
+        kind: 'admit',
+        reason: 'store-unavailable',
+        token: undefined,
+        setCookie: undefined,
+        headers: undefined,
+        response: undefined,
+        slot,
+      }
+    )
   }
 
   /**

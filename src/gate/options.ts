@@ -10,7 +10,19 @@ import { historyFor } from '../stores/history.js'
 import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
-import { received, duration, durationOrZero, inMs, knownKeys, notTinyMs, type Duration, oneOf, positiveInteger, safeName, seconds } from '../base/validate.js'
+import {
+  received,
+  duration,
+  durationOrZero,
+  inMs,
+  knownKeys,
+  notTinyMs,
+  type Duration,
+  oneOf,
+  positiveInteger,
+  safeName,
+  seconds,
+} from '../base/validate.js'
 import type { BusyPage } from '../pages/busy.js'
 import { PageLanguages } from '../pages/language.js'
 import { shareSettings, type ShareSettings } from './client-share.js'
@@ -92,14 +104,22 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
   const name = safeName('name', o.name ?? 'default')
   const mode = oneOf('mode', o.mode ?? 'session', ['session', 'request'] as const)
   const passTtl = notTinyMs('passTtl', o.passTtl, duration('passTtl', o.passTtl ?? 60_000))
-  const provisionalTtl = notTinyMs('provisionalTtl', o.provisionalTtl, duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl)))
+  const provisionalTtl = notTinyMs(
+    'provisionalTtl',
+    o.provisionalTtl,
+    duration('provisionalTtl', o.provisionalTtl ?? Math.min(10_000, passTtl)),
+  )
   const ttl = notTinyMs('ttl', o.ttl, duration('ttl', o.ttl ?? 30_000))
-  if (provisionalTtl > passTtl) optionError(`provisionalTtl must be at most passTtl (${passTtl}), got ${provisionalTtl}`)
+  if (provisionalTtl > passTtl)
+    optionError(`provisionalTtl must be at most passTtl (${passTtl}), got ${provisionalTtl}`)
   const recheckInterval = duration('recheckInterval', o.recheckInterval ?? Math.min(5_000, passTtl))
-  if (recheckInterval > passTtl) optionError(`recheckInterval must be at most passTtl (${passTtl}), got ${recheckInterval}`)
+  if (recheckInterval > passTtl)
+    optionError(`recheckInterval must be at most passTtl (${passTtl}), got ${recheckInterval}`)
   const store = resolveStore(o.store)
-  if (o.confirm !== undefined && typeof o.confirm !== 'boolean') optionError(`confirm must be a boolean, got ${received(o.confirm)}`)
-  if (o.control !== undefined && typeof o.control !== 'boolean') optionError(`control must be a boolean, got ${received(o.control)}`)
+  if (o.confirm !== undefined && typeof o.confirm !== 'boolean')
+    optionError(`confirm must be a boolean, got ${received(o.confirm)}`)
+  if (o.control !== undefined && typeof o.control !== 'boolean')
+    optionError(`control must be a boolean, got ${received(o.control)}`)
   const cookie = cookieSettings(o.cookie, name)
   const queue = queueOption(o.queue, mode)
   const adaptive = adaptiveOption(o.limit)
@@ -146,7 +166,11 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
 /** `history`: on by default (30 days) where the store keeps one; `false` off; `{ days }`. */
 function historyOption(option: unknown, store: Store): { days: number } | undefined {
   if (option === false) return undefined
-  if (option !== undefined && option !== true && (option === null || typeof option !== 'object' || Array.isArray(option))) {
+  if (
+    option !== undefined &&
+    option !== true &&
+    (option === null || typeof option !== 'object' || Array.isArray(option))
+  ) {
     optionError(`history must be true, false or an object such as { days: 30 }, got ${received(option)}`)
   }
   let days = 30
@@ -158,7 +182,9 @@ function historyOption(option: unknown, store: Store): { days: number } | undefi
   }
   if (historyFor(store) === undefined) {
     if (option === undefined) return undefined
-    optionError(`history needs the memory store or a Redis store: the '${store.kind}' store keeps no history; remove the history option`)
+    optionError(
+      `history needs the memory store or a Redis store: the '${store.kind}' store keeps no history; remove the history option`,
+    )
   }
   return { days }
 }
@@ -176,7 +202,11 @@ function shareOption(option: unknown, mode: 'session' | 'request'): ShareSetting
   return undefined
 }
 
-function secrets(secret: unknown, mode: 'session' | 'request', store: Store): { secrets: readonly string[]; randomSecret: boolean } {
+function secrets(
+  secret: unknown,
+  mode: 'session' | 'request',
+  store: Store,
+): { secrets: readonly string[]; randomSecret: boolean } {
   if (secret !== undefined) return { secrets: secretList('secret', secret), randomSecret: false }
   if (mode === 'session' && process.env.NODE_ENV === 'production' && store.kind !== 'memory') {
     optionError(
@@ -191,7 +221,8 @@ function secrets(secret: unknown, mode: 'session' | 'request', store: Store): { 
 
 function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSettings {
   const c = option ?? {}
-  if (c === null || typeof c !== 'object' || Array.isArray(c)) optionError(`cookie must be an object, got ${received(c)}`)
+  if (c === null || typeof c !== 'object' || Array.isArray(c))
+    optionError(`cookie must be an object, got ${received(c)}`)
   knownKeys('cookie', c, ['name', 'path', 'domain', 'secure', 'sameSite', 'httpOnly'])
   const name = c.name ?? (gate === 'default' ? 'airlock_pass' : `airlock_pass_${gate.replace(/[^A-Za-z0-9_-]/g, '_')}`)
   if (typeof name !== 'string' || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/.test(name)) {
@@ -202,11 +233,15 @@ function cookieSettings(option: GateOptions['cookie'], gate: string): CookieSett
   if (typeof path !== 'string' || !/^\/[^;\s\x00-\x1f\x7f]*$/.test(path)) {
     optionError(`cookie.path must start with '/' and contain no ';' or spaces, got ${received(c.path)}`)
   }
-  if (c.domain !== undefined && (typeof c.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(c.domain))) {
+  if (
+    c.domain !== undefined &&
+    (typeof c.domain !== 'string' || !/^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(c.domain))
+  ) {
     optionError(`cookie.domain must be a domain name such as 'example.com', got ${received(c.domain)}`)
   }
   const secure = c.secure ?? 'auto'
-  if (secure !== 'auto' && typeof secure !== 'boolean') optionError(`cookie.secure must be true, false or 'auto', got ${received(secure)}`)
+  if (secure !== 'auto' && typeof secure !== 'boolean')
+    optionError(`cookie.secure must be true, false or 'auto', got ${received(secure)}`)
   const sameSite = oneOf('cookie.sameSite', c.sameSite ?? 'lax', ['lax', 'strict', 'none'] as const)
   if (sameSite === 'none' && secure !== true) {
     optionError("cookie.sameSite 'none' needs cookie.secure: true (browsers drop SameSite=None cookies without Secure)")
@@ -237,13 +272,16 @@ function bypassOption(bypass: GateOptions['bypass']): PathMatcher | undefined {
 }
 
 function functionOption<F>(option: string, value: F | undefined, shape: string): F | undefined {
-  if (value !== undefined && typeof value !== 'function') optionError(`${option} must be a function ${shape}, got ${received(value)}`)
+  if (value !== undefined && typeof value !== 'function')
+    optionError(`${option} must be a function ${shape}, got ${received(value)}`)
   return value
 }
 
 function busyPageOption(page: unknown): BusyPage | undefined {
   if (page !== undefined && typeof page !== 'string' && typeof page !== 'function') {
-    optionError(`busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${received(page)}`)
+    optionError(
+      `busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${received(page)}`,
+    )
   }
   return page as BusyPage | undefined
 }
@@ -265,7 +303,8 @@ function adaptiveOption(limit: unknown): AdaptiveSettings | undefined {
   const max = positiveInteger('limit.max', l.max)
   if (max < min) optionError(`limit.max must be at least limit.min (${min}), got ${max}`)
   const initial = positiveInteger('limit.initial', l.initial ?? min)
-  if (initial < min || initial > max) optionError(`limit.initial must be within limit.min and limit.max (${min}..${max}), got ${initial}`)
+  if (initial < min || initial > max)
+    optionError(`limit.initial must be within limit.min and limit.max (${min}..${max}), got ${initial}`)
   return { min, max, initial }
 }
 

@@ -8,7 +8,15 @@ import { cookieValues, firstCookie } from '../base/http.js'
 import { BYPASS, bypassWith } from './decisions.js'
 import { createSigner, type Signer } from '../base/signing.js'
 import type { CookieSettings } from './options.js'
-import { decodePass, encodePass, PASS_CONTEXT, PASS_MAX_LENGTH, PASS_VERSION, PassCache, type PassFields } from './pass.js'
+import {
+  decodePass,
+  encodePass,
+  PASS_CONTEXT,
+  PASS_MAX_LENGTH,
+  PASS_VERSION,
+  PassCache,
+  type PassFields,
+} from './pass.js'
 import type { BypassDecision, PassDecision } from './types.js'
 
 /** A pass checked against the store: live (a decision), `'dead'` (no pass), or the store failed. */
@@ -82,7 +90,11 @@ export class Passes {
    * slid when due, so a visitor whose page only fetches ungated assets keeps its slot. Synchronous
    * unless a pass needs its store call; then the store's trouble only means no new cookie.
    */
-  confirm(header: string | string[] | undefined, secure: boolean, storeTimeout: number): BypassDecision | Promise<BypassDecision> {
+  confirm(
+    header: string | string[] | undefined,
+    secure: boolean,
+    storeTimeout: number,
+  ): BypassDecision | Promise<BypassDecision> {
     const value = firstCookie(header, this.s.cookie.name)
     if (value === undefined) return BYPASS
     const now = Date.now()
@@ -96,13 +108,19 @@ export class Passes {
       this.notDue.set(value, { validUntil: pass.expiresAt - this.s.passTtl / 2, token: pass.token })
       return BYPASS
     }
-    return this.check(header, secure, Date.now() + storeTimeout, true).then((o) => (typeof o === 'object' && !('error' in o) ? bypassWith(o.setCookie) : BYPASS))
+    return this.check(header, secure, Date.now() + storeTimeout, true).then((o) =>
+      typeof o === 'object' && !('error' in o) ? bypassWith(o.setCookie) : BYPASS,
+    )
   }
 
   /** A new provisional pass for the slot `token`: its `Set-Cookie` value. */
   issue(token: string, issuedAt: number, secure: boolean): string {
     const { gate, provisionalTtl } = this.s
-    return this.cookie(encodePass(this.#signer, { gate, token, expiresAt: issuedAt + provisionalTtl, provisional: true }), provisionalTtl, secure)
+    return this.cookie(
+      encodePass(this.#signer, { gate, token, expiresAt: issuedAt + provisionalTtl, provisional: true }),
+      provisionalTtl,
+      secure,
+    )
   }
 
   /** Forgets cached passes of `token` (its slot was released here). */
@@ -169,7 +187,12 @@ export class Passes {
           decision: { kind: 'pass', token: pass.token, setCookie: undefined, response: undefined },
         })
         // Requests still carrying the old value (sent before the new cookie arrived) pass and get it again.
-        const decision: PassDecision = { kind: 'pass', token: pass.token, setCookie: this.cookie(renewed, passTtl, secure), response: undefined }
+        const decision: PassDecision = {
+          kind: 'pass',
+          token: pass.token,
+          setCookie: this.cookie(renewed, passTtl, secure),
+          response: undefined,
+        }
         this.cache.set(value, { validUntil: Math.min(t0 + recheckInterval, pass.expiresAt), decision })
         return decision
       }

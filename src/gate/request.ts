@@ -65,10 +65,25 @@ export class RequestFlow<Req> extends Flow<Req> {
     const measured = this.adaptor && measureFrom(this.adaptor, performance.now())
     this.share.entered()
     const admittedAt = Date.now()
-    const counted = requestSlot(slot, this.pool, this.releaseError, measured, (by) => {
-      this.share.left()
-      this.tally.released(by, Date.now() - admittedAt)
-    }, this.s.ttl)
-    return { kind: 'admit', reason: 'slot', token, setCookie: undefined, headers: undefined, response: undefined, slot: counted }
+    const counted = requestSlot(
+      slot,
+      this.pool,
+      this.releaseError,
+      measured,
+      (by) => {
+        this.share.left()
+        this.tally.released(by, Date.now() - admittedAt)
+      },
+      this.s.ttl,
+    )
+    return {
+      kind: 'admit',
+      reason: 'slot',
+      token,
+      setCookie: undefined,
+      headers: undefined,
+      response: undefined,
+      slot: counted,
+    }
   }
 }

@@ -26,7 +26,11 @@ import { pathOf } from './bypass.js'
 function crossSite(gate: string): GateResponse {
   return Object.freeze({
     status: 403,
-    headers: Object.freeze({ 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', [SHIELD_HEADER]: shieldHeader('refused', gate, 'cross-site') }),
+    headers: Object.freeze({
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': 'no-store',
+      [SHIELD_HEADER]: shieldHeader('refused', gate, 'cross-site'),
+    }),
     body: 'Leaving the line is only possible from this site.\n',
   })
 }
@@ -75,7 +79,8 @@ export class SessionFlow<Req> extends Flow<Req> {
   }
 
   override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
-    if (this.line !== undefined && view.method === 'POST' && view.url.endsWith(LEAVE_QUERY)) return this.leave(this.line, view)
+    if (this.line !== undefined && view.method === 'POST' && view.url.endsWith(LEAVE_QUERY))
+      return this.leave(this.line, view)
     const value = firstCookie(view.headers.cookie, this.s.cookie.name, this.passKey)
     if (value !== undefined) {
       const cached = this.passes.cached(value, Date.now())
@@ -105,11 +110,13 @@ export class SessionFlow<Req> extends Flow<Req> {
    * site cannot throw a visitor out of the line.
    */
   private async leave(line: GateLine, view: RequestView<Req>): Promise<GateDecision> {
-    if (!sameSite(view.headers)) return { kind: 'bypass', setCookie: undefined, response: (this.crossSite ??= crossSite(this.s.name)) }
+    if (!sameSite(view.headers))
+      return { kind: 'bypass', setCookie: undefined, response: (this.crossSite ??= crossSite(this.s.name)) }
     const visitorId = line.readTicket(view.headers.cookie, Date.now())?.visitorId
     if (visitorId !== undefined) {
       try {
-        if (await this.call(() => line.room.leave(visitorId, { keepOut: true }), Date.now() + this.s.storeTimeout)) this.tally.abandoned(1)
+        if (await this.call(() => line.room.leave(visitorId, { keepOut: true }), Date.now() + this.s.storeTimeout))
+          this.tally.abandoned(1)
       } catch (err) {
         // The place lapses by itself after idleTimeout without polls; the visitor is told they left.
         this.guard.logFailure(err, 'leave the line')
@@ -121,14 +128,19 @@ export class SessionFlow<Req> extends Flow<Req> {
   /** The visitor left the line: the page (or `{"status":"left"}`) with a way back in, and the ticket cleared. */
   private leftAnswer(line: GateLine, view: RequestView<Req>): GateDecision {
     const response = line.answers.left(this.answers.request(view), pathOf(view.url))
-    return { kind: 'bypass', setCookie: `${line.ticketCookieName}=${this.passes.secureTail(this.s.cookie.clearTail, view.secure)}`, response }
+    return {
+      kind: 'bypass',
+      setCookie: `${line.ticketCookieName}=${this.passes.secureTail(this.s.cookie.clearTail, view.secure)}`,
+      response,
+    }
   }
 
   /** The store's share request for the request's client (`clientShare`), if any. */
   private clientOf(view: RequestView<Req>): ClientShare | undefined {
     const { share, clientKey } = this.s
     if (share && !clientKey && !this.toldOfProxy) this.proxyUntrusted(view)
-    const key = share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
+    const key =
+      share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
     return key ? shareFor(share!, key, this.limit.value) : undefined
   }
 
@@ -153,7 +165,11 @@ export class SessionFlow<Req> extends Flow<Req> {
   }
 
   /** A visitor without a valid pass: a provisional slot and pass if one is free (and its client within its share), else busy. */
-  private async admitVisitor(view: RequestView<Req>, deadline: number, client: ClientShare | undefined): Promise<GateDecision> {
+  private async admitVisitor(
+    view: RequestView<Req>,
+    deadline: number,
+    client: ClientShare | undefined,
+  ): Promise<GateDecision> {
     const t0 = Date.now()
     let got: Awaited<ReturnType<Semaphore['tryAcquire']>>
     try {
@@ -198,7 +214,13 @@ export class SessionFlow<Req> extends Flow<Req> {
    * line was empty and a slot free, or the visitor's turn came): a provisional pass bound to a slot
    * whose token is the visitor id. Queued: `202` and, for a new visitor, the ticket cookie.
    */
-  private async joinLine(line: GateLine, view: RequestView<Req>, deadline: number, newcomers: Newcomers, client: ClientShare | undefined): Promise<GateDecision> {
+  private async joinLine(
+    line: GateLine,
+    view: RequestView<Req>,
+    deadline: number,
+    newcomers: Newcomers,
+    client: ClientShare | undefined,
+  ): Promise<GateDecision> {
     const t0 = Date.now()
     const ticket = line.readTicket(view.headers.cookie, t0)
     const ticketId = ticket?.visitorId
@@ -254,10 +276,16 @@ export class SessionFlow<Req> extends Flow<Req> {
     const request = this.answers.request(view)
     const tail = this.passes.secureTail(this.s.cookie.tail, view.secure)
     const poll = view.headers['x-airlock-poll'] !== undefined
-    return { request, cookie: (v) => `${line.door!.cookieName}=${v}${tail}`, busy: (r) => this.busy(view, r), queued: (p) => line.answers.queued(p, request, poll) }
+    return {
+      request,
+      cookie: (v) => `${line.door!.cookieName}=${v}${tail}`,
+      busy: (r) => this.busy(view, r),
+      queued: (p) => line.answers.queued(p, request, poll),
+    }
   }
 
   private queueEvent(event: QueueEvent['event'], position: number | null, waiting: number | null): void {
-    if (queueChannel.hasSubscribers) queueChannel.publish({ gate: this.s.name, event, position, waiting, waitMs: null, count: 1 } satisfies QueueEvent)
+    if (queueChannel.hasSubscribers)
+      queueChannel.publish({ gate: this.s.name, event, position, waiting, waitMs: null, count: 1 } satisfies QueueEvent)
   }
 }

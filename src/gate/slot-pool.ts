@@ -80,7 +80,11 @@ export class SlotPool {
       const slot = this.idle.pop()
       if (slot === undefined) return undefined
       // The most recently used slot is on top; stale ones are at the bottom and age out by the sweep.
-      if (slot.lost || slot.generation !== this.options.generation() || now - slot.confirmedAt > this.sem.ttl - confirmEvery) {
+      if (
+        slot.lost ||
+        slot.generation !== this.options.generation() ||
+        now - slot.confirmedAt > this.sem.ttl - confirmEvery
+      ) {
         this.drop(slot)
         continue
       }
@@ -200,7 +204,8 @@ class CountedSlot implements RequestSlot {
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive)
     this.#endedBy = by
     const keep = this.measured?.(failed) ?? 0
-    this.#done = keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(() => this.#free()) : this.#free()
+    this.#done =
+      keep > 0 ? new Promise<void>((kept) => setTimeout(kept, keep).unref()).then(() => this.#free()) : this.#free()
     return this.#done
   }
 

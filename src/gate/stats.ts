@@ -91,7 +91,8 @@ export class GateStats {
   report(now: number): InstanceReport {
     const n = Math.min(this.latencyCount, SAMPLES)
     const sorted = Array.from(this.latencies.subarray(0, n)).sort((a, b) => a - b)
-    const at = (q: number): number | null => (n === 0 ? null : Math.round(sorted[Math.min(n - 1, Math.floor(q * n))]! * 100) / 100)
+    const at = (q: number): number | null =>
+      n === 0 ? null : Math.round(sorted[Math.min(n - 1, Math.floor(q * n))]! * 100) / 100
     return {
       id: this.id,
       host: hostname(),
@@ -146,7 +147,8 @@ export class Reporter {
     /** Told how many instances report (this one included), when the store tells. */
     private readonly onFleet?: (instances: number) => void,
   ) {
-    if (interval > 0 && typeof store.report === 'function') this.#timer = setInterval(() => void this.report(), interval).unref()
+    if (interval > 0 && typeof store.report === 'function')
+      this.#timer = setInterval(() => void this.report(), interval).unref()
   }
 
   close(): void {
@@ -158,7 +160,12 @@ export class Reporter {
     if (this.#busy) return
     this.#busy = true
     try {
-      const instances = await this.store.report!(this.name, this.stats.id, JSON.stringify(this.stats.report(Date.now())), Math.max(3 * this.interval, 2000))
+      const instances = await this.store.report!(
+        this.name,
+        this.stats.id,
+        JSON.stringify(this.stats.report(Date.now())),
+        Math.max(3 * this.interval, 2000),
+      )
       if (typeof instances === 'number') this.onFleet?.(instances)
     } catch {
       this.stats.storeCall(0, false)
@@ -186,7 +193,12 @@ export interface ClusterStatus {
 }
 
 /** {@link ClusterStatus} of gate `name` in `store` (one store call; `onEnded` is told what it dropped, see `StoreEnded`). */
-export async function clusterStatus(store: Store, name: string, limit?: number, onEnded?: (e: StoreEnded | undefined) => void): Promise<ClusterStatus> {
+export async function clusterStatus(
+  store: Store,
+  name: string,
+  limit?: number,
+  onEnded?: (e: StoreEnded | undefined) => void,
+): Promise<ClusterStatus> {
   let held: number
   let waiting: number
   let etaMs: number | null = null

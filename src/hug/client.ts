@@ -105,24 +105,28 @@ export class HugClient {
   request(url: URL, headers: Record<string, string>, localAddress?: string, method = 'GET'): Promise<HugAnswer> {
     const t0 = performance.now()
     return new Promise((resolve, reject) => {
-      const req = this.#send(url, { method, headers, agent: this.#agent, ...(localAddress ? { localAddress } : {}), timeout: this.timeout }, (res) => {
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (chunk: Buffer) => {
-          if (size < BODY_LIMIT) chunks.push(chunk)
-          size += chunk.length
-        })
-        res.on('end', () => {
-          resolve({
-            status: res.statusCode ?? 0,
-            shield: readShieldHeader(res.headers.airlock),
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString('utf8', 0, Math.min(size, BODY_LIMIT)),
-            ms: performance.now() - t0,
+      const req = this.#send(
+        url,
+        { method, headers, agent: this.#agent, ...(localAddress ? { localAddress } : {}), timeout: this.timeout },
+        (res) => {
+          const chunks: Buffer[] = []
+          let size = 0
+          res.on('data', (chunk: Buffer) => {
+            if (size < BODY_LIMIT) chunks.push(chunk)
+            size += chunk.length
           })
-        })
-        res.on('error', (err) => reject(new NoAnswer('network', err.message)))
-      })
+          res.on('end', () => {
+            resolve({
+              status: res.statusCode ?? 0,
+              shield: readShieldHeader(res.headers.airlock),
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString('utf8', 0, Math.min(size, BODY_LIMIT)),
+              ms: performance.now() - t0,
+            })
+          })
+          res.on('error', (err) => reject(new NoAnswer('network', err.message)))
+        },
+      )
       req.on('timeout', () => req.destroy(new NoAnswer('timeout', `no answer within ${this.timeout} ms`)))
       req.on('error', (err) => reject(err instanceof NoAnswer ? err : new NoAnswer('network', err.message)))
       req.end()

@@ -43,10 +43,26 @@ export interface HugSummary {
   startedAt: string
   /** How long the run took (s). */
   seconds: number
-  schedule: { visitors: number; over: number; ramp: boolean; rate: number | null; pages: number; think: number; patience: number }
+  schedule: {
+    visitors: number
+    over: number
+    ramp: boolean
+    rate: number | null
+    pages: number
+    think: number
+    patience: number
+  }
   /** Source addresses the visitors came from (1: all from this machine's one). */
   sources: number
-  visitors: { arrived: number; admitted: number; admittedFromLine: number; gaveUp: number; turnedAwayInside: number; onSiteMax: number; inLineMax: number }
+  visitors: {
+    arrived: number
+    admitted: number
+    admittedFromLine: number
+    gaveUp: number
+    turnedAwayInside: number
+    onSiteMax: number
+    inLineMax: number
+  }
   /** Every answer the crowd and the flood got, together and apart. */
   answers: AnswerCounts
   crowd: AnswerCounts
@@ -97,7 +113,8 @@ export function arrivalAt(i: number, o: Pick<HugOptions, 'visitors' | 'over' | '
 }
 
 /** How many visitors the schedule brings. */
-export const visitorCount = (o: Pick<HugOptions, 'visitors' | 'rate' | 'duration'>): number => (o.rate === undefined ? o.visitors : Math.max(1, Math.floor((o.rate * o.duration) / 1000)))
+export const visitorCount = (o: Pick<HugOptions, 'visitors' | 'rate' | 'duration'>): number =>
+  o.rate === undefined ? o.visitors : Math.max(1, Math.floor((o.rate * o.duration) / 1000))
 
 /** Solves the door's challenge: the nonce whose SHA-256(`challenge:nonce`) starts with `difficulty` zero bits (yields now and then). */
 export async function solve(challenge: string, difficulty: number, signal: AbortSignal): Promise<number | undefined> {
@@ -121,7 +138,11 @@ const GET_IN = { accept: 'application/json' }
 const PAGE = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }
 
 /** Runs a hug; `onSecond` is told each second's figures. Resolves when every visitor is done (or `signal` stops it). */
-export async function runHug(o: HugOptions, onSecond?: (s: HugSecond, tally: HugTally) => void, signal: AbortSignal = new AbortController().signal): Promise<HugSummary> {
+export async function runHug(
+  o: HugOptions,
+  onSecond?: (s: HugSecond, tally: HugTally) => void,
+  signal: AbortSignal = new AbortController().signal,
+): Promise<HugSummary> {
   const client = new HugClient(o.timeout, o.url.protocol === 'https:')
   const tally = new HugTally()
   const started = Date.now()
@@ -132,7 +153,13 @@ export async function runHug(o: HugOptions, onSecond?: (s: HugSecond, tally: Hug
   const stop = AbortSignal.any([signal, crowdDone.signal])
   // Every waiting visitor listens for the end (thousands at once).
   setMaxListeners(0, signal, stop)
-  const send = async (flood: boolean, url: URL, headers: Record<string, string>, jar: CookieJar | undefined, from: string | undefined): Promise<HugAnswer | undefined> => {
+  const send = async (
+    flood: boolean,
+    url: URL,
+    headers: Record<string, string>,
+    jar: CookieJar | undefined,
+    from: string | undefined,
+  ): Promise<HugAnswer | undefined> => {
     const cookie = jar?.header()
     try {
       const a = await client.request(url, cookie ? { ...headers, cookie } : headers, from)
@@ -192,7 +219,8 @@ export async function runHug(o: HugOptions, onSecond?: (s: HugSecond, tally: Hug
         await sleep(retryAfter(a, 2) * 1000 * (0.75 + Math.random() / 2), signal) // as the waiting page polls
       } else if (kind === 'challenge') {
         const c = JSON.parse(a.body) as { challenge?: string; difficulty?: number }
-        const nonce = c.challenge && c.difficulty !== undefined ? await solve(c.challenge, c.difficulty, signal) : undefined
+        const nonce =
+          c.challenge && c.difficulty !== undefined ? await solve(c.challenge, c.difficulty, signal) : undefined
         if (nonce !== undefined) solution = `${c.challenge} ${nonce}`
       } else if (kind === 'left' || kind === 'refused') {
         tally.giveUp()
@@ -282,15 +310,26 @@ function summarize(o: HugOptions, tally: HugTally, started: number, seconds: num
   const answers = add(tally.crowd, tally.flood)
   const failures: string[] = []
   if (answers.originErrors > 0) {
-    const by = Object.entries(answers.originErrorsBy).map(([s, c]) => `${c} × ${s}`).join(', ')
+    const by = Object.entries(answers.originErrorsBy)
+      .map(([s, c]) => `${c} × ${s}`)
+      .join(', ')
     failures.push(`the origin answered ${answers.originErrors} request(s) with a 5xx the shield did not send (${by})`)
   }
-  if (o.limit !== undefined && tally.onSiteMax > o.limit) failures.push(`${tally.onSiteMax} visitors were on the site at once, more than the limit of ${o.limit}`)
+  if (o.limit !== undefined && tally.onSiteMax > o.limit)
+    failures.push(`${tally.onSiteMax} visitors were on the site at once, more than the limit of ${o.limit}`)
   return {
     url: o.url.href,
     startedAt: new Date(started).toISOString(),
     seconds: Math.round(seconds * 10) / 10,
-    schedule: { visitors: tally.arrived, over: o.rate === undefined ? o.over : o.duration, ramp: o.ramp, rate: o.rate ?? null, pages: o.pages, think: o.think, patience: o.patience },
+    schedule: {
+      visitors: tally.arrived,
+      over: o.rate === undefined ? o.over : o.duration,
+      ramp: o.ramp,
+      rate: o.rate ?? null,
+      pages: o.pages,
+      think: o.think,
+      patience: o.patience,
+    },
     sources: Math.max(1, o.sources),
     visitors: {
       arrived: tally.arrived,

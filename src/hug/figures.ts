@@ -85,7 +85,13 @@ function at(values: readonly number[], q: number): number | null {
 export function spread(values: number[]): Spread {
   const sorted = [...values].sort((a, b) => a - b)
   const r = (v: number | null): number | null => (v === null ? null : Math.round(v * 10) / 10)
-  return { count: sorted.length, p50: r(at(sorted, 0.5)), p90: r(at(sorted, 0.9)), p99: r(at(sorted, 0.99)), max: r(at(sorted, 1)) }
+  return {
+    count: sorted.length,
+    p50: r(at(sorted, 0.5)),
+    p90: r(at(sorted, 0.9)),
+    p99: r(at(sorted, 0.99)),
+    max: r(at(sorted, 1)),
+  }
 }
 
 const bump = (by: Record<string, number>, key: string): void => {
@@ -114,7 +120,23 @@ export class HugTally {
 
   #fresh(t: number): HugSecond {
     const [inLine, onSite] = [this.inLine, this.onSite]
-    return { t, arrived: 0, admitted: 0, busy: 0, queued: 0, challenged: 0, originErrors: 0, noAnswer: 0, gaveUp: 0, inLine, onSite, pageP50: null, pageP99: null, waitP50: null, waitP99: null }
+    return {
+      t,
+      arrived: 0,
+      admitted: 0,
+      busy: 0,
+      queued: 0,
+      challenged: 0,
+      originErrors: 0,
+      noAnswer: 0,
+      gaveUp: 0,
+      inLine,
+      onSite,
+      pageP50: null,
+      pageP99: null,
+      waitP50: null,
+      waitP99: null,
+    }
   }
 
   /** Counts an answer (`flood`: of the raw flood) as the shield's or the origin's. */

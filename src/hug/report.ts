@@ -23,7 +23,8 @@ const STYLE =
 export const HUG_REPORT_CSP = `default-src 'none'; style-src ${sha256Source(STYLE)}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
 
 const int = (n: number): string => n.toLocaleString('en-US')
-const ms = (v: number | null): string => (v === null ? '–' : v >= 10_000 ? `${Math.round(v / 100) / 10} s` : `${Math.round(v)} ms`)
+const ms = (v: number | null): string =>
+  v === null ? '–' : v >= 10_000 ? `${Math.round(v / 100) / 10} s` : `${Math.round(v)} ms`
 const byList = (by: Record<string, number>): string =>
   Object.entries(by)
     .sort((a, b) => b[1] - a[1])
@@ -32,14 +33,19 @@ const byList = (by: Record<string, number>): string =>
 
 /** The answers of the crowd or the flood in one line: `busy 1,200 (client-share 1,100, full 100), in line 30, ...`. */
 export function answerLine(c: AnswerCounts): string {
-  const parts = [`admitted ${int(c.admitted)}`, `busy ${int(c.busy)}${c.busy ? ` (${byList(c.busyBy)})` : ''}`, `in line ${int(c.queued)}`]
+  const parts = [
+    `admitted ${int(c.admitted)}`,
+    `busy ${int(c.busy)}${c.busy ? ` (${byList(c.busyBy)})` : ''}`,
+    `in line ${int(c.queued)}`,
+  ]
   if (c.challenged) parts.push(`challenged ${int(c.challenged)}`)
   parts.push(`origin errors ${int(c.originErrors)}${c.originErrors ? ` (${byList(c.originErrorsBy)})` : ''}`)
   if (c.noAnswer) parts.push(`no answer ${int(c.noAnswer)}`)
   return parts.join(', ')
 }
 
-const spreadLine = (s: Spread): string => (s.count === 0 ? 'none' : `p50 ${ms(s.p50)}, p90 ${ms(s.p90)}, p99 ${ms(s.p99)}, longest ${ms(s.max)}`)
+const spreadLine = (s: Spread): string =>
+  s.count === 0 ? 'none' : `p50 ${ms(s.p50)}, p90 ${ms(s.p90)}, p99 ${ms(s.p99)}, longest ${ms(s.max)}`
 
 /** The summary the terminal prints at the end (plain text, one fact a line). */
 export function summaryText(s: HugSummary): string {
@@ -49,7 +55,11 @@ export function summaryText(s: HugSummary): string {
     `  visitors   admitted ${int(v.admitted)} (${int(v.admittedFromLine)} from the line), gave up ${int(v.gaveUp)}, most on the site at once ${int(v.onSiteMax)}${s.limit === null ? '' : ` (limit ${int(s.limit)})`}, most in line ${int(v.inLineMax)}`,
     `  answers    ${int(s.answers.requests)} requests: ${answerLine(s.answers)}`,
     `  crowd      ${answerLine(s.crowd)}`,
-    ...(s.flood ? [`  flood      ${int(s.flood.connections)} connections, ${int(s.flood.requests)} requests: ${answerLine(s.flood)}`] : []),
+    ...(s.flood
+      ? [
+          `  flood      ${int(s.flood.connections)} connections, ${int(s.flood.requests)} requests: ${answerLine(s.flood)}`,
+        ]
+      : []),
     `  pages      ${spreadLine(s.pages)}`,
     `  waits      ${spreadLine(s.waits)} (arrival to admission)`,
     s.failures.length === 0 ? '  result     passed' : `  result     FAILED: ${s.failures.join('; ')}`,
@@ -68,46 +78,89 @@ export function renderHugReport(s: HugSummary): string {
     lineChart({ title, times, from: 0, to, series, unit, gap: 1500, tick: (t) => `${Math.round(t / 1000)} s`, ticks })
   const col = <K extends keyof HugSummary['timeline'][number]>(k: K) => s.timeline.map((x) => x[k] as number | null)
   const charts = [
-    chart('Visitors in line and on the site', [
-      { label: 'in line', color: '#7c3aed', values: col('inLine') },
-      { label: 'on the site', color: '#16a34a', values: col('onSite') },
-    ], ''),
-    chart('Answers a second', [
-      { label: 'admitted', color: '#16a34a', values: col('admitted') },
-      { label: 'busy', color: '#b45309', values: col('busy') },
-      { label: 'in line', color: '#7c3aed', values: col('queued') },
-    ], ''),
-    chart('Wait from arrival to admission (s)', [
-      { label: 'p50', color: '#2563eb', values: s.timeline.map((x) => (x.waitP50 === null ? null : x.waitP50 / 1000)) },
-      { label: 'p99', color: '#ea580c', values: s.timeline.map((x) => (x.waitP99 === null ? null : x.waitP99 / 1000)) },
-    ], ' s'),
-    chart('Page latency (ms)', [
-      { label: 'p50', color: '#0891b2', values: col('pageP50') },
-      { label: 'p99', color: '#9333ea', values: col('pageP99') },
-    ], ' ms'),
-    chart('Origin errors and unanswered requests a second', [
-      { label: 'origin 5xx', color: '#dc2626', values: col('originErrors') },
-      { label: 'no answer', color: '#475569', values: col('noAnswer') },
-    ], ''),
+    chart(
+      'Visitors in line and on the site',
+      [
+        { label: 'in line', color: '#7c3aed', values: col('inLine') },
+        { label: 'on the site', color: '#16a34a', values: col('onSite') },
+      ],
+      '',
+    ),
+    chart(
+      'Answers a second',
+      [
+        { label: 'admitted', color: '#16a34a', values: col('admitted') },
+        { label: 'busy', color: '#b45309', values: col('busy') },
+        { label: 'in line', color: '#7c3aed', values: col('queued') },
+      ],
+      '',
+    ),
+    chart(
+      'Wait from arrival to admission (s)',
+      [
+        {
+          label: 'p50',
+          color: '#2563eb',
+          values: s.timeline.map((x) => (x.waitP50 === null ? null : x.waitP50 / 1000)),
+        },
+        {
+          label: 'p99',
+          color: '#ea580c',
+          values: s.timeline.map((x) => (x.waitP99 === null ? null : x.waitP99 / 1000)),
+        },
+      ],
+      ' s',
+    ),
+    chart(
+      'Page latency (ms)',
+      [
+        { label: 'p50', color: '#0891b2', values: col('pageP50') },
+        { label: 'p99', color: '#9333ea', values: col('pageP99') },
+      ],
+      ' ms',
+    ),
+    chart(
+      'Origin errors and unanswered requests a second',
+      [
+        { label: 'origin 5xx', color: '#dc2626', values: col('originErrors') },
+        { label: 'no answer', color: '#475569', values: col('noAnswer') },
+      ],
+      '',
+    ),
   ]
-  const row = (label: string, value: string): string => `<tr><th scope="row">${label}</th><td>${escapeHtml(value)}</td></tr>`
+  const row = (label: string, value: string): string =>
+    `<tr><th scope="row">${label}</th><td>${escapeHtml(value)}</td></tr>`
   const v = s.visitors
   const verdict =
     s.failures.length === 0
       ? `<p class="verdict pass">Passed: no origin errors${s.limit === null ? '' : `, never more than ${int(s.limit)} visitors on the site`}.</p>`
       : `<p class="verdict fail">Failed:</p><ul>${s.failures.map((f) => `<li>${escapeHtml(f)}</li>`).join('')}</ul>`
-  const schedule = s.schedule.rate === null ? `${int(s.schedule.visitors)} visitors over ${s.schedule.over / 1000} s${s.schedule.ramp ? ' (a ramp)' : ''}` : `${s.schedule.rate} visitors a second for ${s.schedule.over / 1000} s`
+  const schedule =
+    s.schedule.rate === null
+      ? `${int(s.schedule.visitors)} visitors over ${s.schedule.over / 1000} s${s.schedule.ramp ? ' (a ramp)' : ''}`
+      : `${s.schedule.rate} visitors a second for ${s.schedule.over / 1000} s`
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     `<meta name="robots" content="noindex"><title>airlock hug: ${escapeHtml(s.url)}</title><style>${STYLE}</style></head><body>` +
     `<header><h1>Hug rehearsal of ${escapeHtml(s.url)}</h1><p>${escapeHtml(s.startedAt.slice(0, 19).replace('T', ' '))} UTC · ${escapeHtml(schedule)} · ${s.seconds} s</p></header><main>` +
     `<section><h2>Result</h2>${verdict}</section>` +
     '<section><h2>Totals</h2><table><tbody>' +
-    row('Visitors', `${int(v.arrived)} arrived from ${int(s.sources)} address(es); ${int(v.admitted)} admitted (${int(v.admittedFromLine)} from the line), ${int(v.gaveUp)} gave up`) +
-    row('Most at once', `${int(v.onSiteMax)} on the site${s.limit === null ? '' : ` (limit ${int(s.limit)})`}, ${int(v.inLineMax)} in line`) +
+    row(
+      'Visitors',
+      `${int(v.arrived)} arrived from ${int(s.sources)} address(es); ${int(v.admitted)} admitted (${int(v.admittedFromLine)} from the line), ${int(v.gaveUp)} gave up`,
+    ) +
+    row(
+      'Most at once',
+      `${int(v.onSiteMax)} on the site${s.limit === null ? '' : ` (limit ${int(s.limit)})`}, ${int(v.inLineMax)} in line`,
+    ) +
     row('Answers', `${int(s.answers.requests)} requests: ${answerLine(s.answers)}`) +
     row('The crowd', answerLine(s.crowd)) +
-    (s.flood ? row('The flood', `${int(s.flood.connections)} connections, ${int(s.flood.requests)} requests: ${answerLine(s.flood)}`) : '') +
+    (s.flood
+      ? row(
+          'The flood',
+          `${int(s.flood.connections)} connections, ${int(s.flood.requests)} requests: ${answerLine(s.flood)}`,
+        )
+      : '') +
     row('Pages', spreadLine(s.pages)) +
     row('Waits (arrival to admission)', spreadLine(s.waits)) +
     `</tbody></table></section><section><h2>Second by second</h2><div class="charts">${charts.join('')}</div></section>` +

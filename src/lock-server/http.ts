@@ -27,7 +27,8 @@ export function nestedDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 92) i++ // backslash: skip the escaped character
+      if (c === 92)
+        i++ // backslash: skip the escaped character
       else if (c === 34) inString = false
     } else if (c === 34) inString = true
     else if (c === 91 || c === 123) {
@@ -38,7 +39,11 @@ export function nestedDeeperThan(text: string, max: number): boolean {
 }
 
 /** Fastify content-type parser: any body as JSON text, checked for nesting before `JSON.parse`. */
-export function jsonBodyParser(_request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: JsonBody) => void): void {
+export function jsonBodyParser(
+  _request: FastifyRequest,
+  body: string | Buffer,
+  done: (err: Error | null, body?: JsonBody) => void,
+): void {
   const text = (typeof body === 'string' ? body : body.toString('utf8')).trim()
   if (text === '') return done(null, undefined)
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
@@ -80,7 +85,14 @@ export function ticketHeader(request: FastifyRequest, required: boolean): string
  * A read: the envelope `{"resource","selector","data":"<JSON as a string>"}` (the Small Resource
  * Server's shape; `"null"` when nothing was written), or the stored JSON itself (`raw`).
  */
-export function readAnswer(reply: FastifyReply, status: number, resource: string, selector: string, json: string | null, format: DataFormat): FastifyReply {
+export function readAnswer(
+  reply: FastifyReply,
+  status: number,
+  resource: string,
+  selector: string,
+  json: string | null,
+  format: DataFormat,
+): FastifyReply {
   const body = format === 'raw' ? (json ?? 'null') : JSON.stringify({ resource, selector, data: json ?? 'null' })
   return reply.code(status).type('application/json; charset=utf-8').send(body)
 }
@@ -89,14 +101,20 @@ export function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `no resource named '${name}'` })
 }
 
-export function refuse(reply: FastifyReply, outcome: 'conflict' | 'forbidden' | 'not-found', name: string): FastifyReply {
+export function refuse(
+  reply: FastifyReply,
+  outcome: 'conflict' | 'forbidden' | 'not-found',
+  name: string,
+): FastifyReply {
   if (outcome === 'not-found') return notFound(reply, name)
   if (outcome === 'conflict') {
     return reply.code(409).send({ statusCode: 409, error: 'Conflict', message: 'another ticket holds this lock' })
   }
-  return reply
-    .code(403)
-    .send({ statusCode: 403, error: 'Forbidden', message: 'this ticket does not hold the lock (expired, released or never issued)' })
+  return reply.code(403).send({
+    statusCode: 403,
+    error: 'Forbidden',
+    message: 'this ticket does not hold the lock (expired, released or never issued)',
+  })
 }
 
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply, guard: StoreGuard): FastifyReply {

@@ -47,7 +47,9 @@ export class KeyRing {
   readonly counts: Record<LevelName, number>
 
   constructor(keys: Record<LevelName, string[]>) {
-    this.entries = LEVEL_NAMES.flatMap((name) => keys[name].map((key) => ({ digest: digest(key), level: LEVELS[name] })))
+    this.entries = LEVEL_NAMES.flatMap((name) =>
+      keys[name].map((key) => ({ digest: digest(key), level: LEVELS[name] })),
+    )
     this.counts = { read: keys.read.length, readLock: keys.readLock.length, write: keys.write.length }
   }
 
@@ -92,7 +94,9 @@ export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = p
   const fromEnv = apiKeys === undefined
   const given = fromEnv ? apiKeysFromEnv(env) : apiKeys
   if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    optionError(`apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${received(given)}`)
+    optionError(
+      `apiKeys must be an object { read, readLock, write } of strings or string arrays, got ${received(given)}`,
+    )
   }
   knownKeys('apiKeys', given, LEVEL_NAMES)
   const keys: Record<LevelName, string[]> = { read: [], readLock: [], write: [] }
@@ -100,7 +104,8 @@ export function keyRing(apiKeys: ApiKeys | undefined, env: NodeJS.ProcessEnv = p
     const value = given[name]
     if (value === undefined) continue
     const list = typeof value === 'string' ? [value] : value
-    if (!Array.isArray(list)) optionError(`apiKeys.${name} must be a string or an array of strings, got ${received(value)}`)
+    if (!Array.isArray(list))
+      optionError(`apiKeys.${name} must be a string or an array of strings, got ${received(value)}`)
     keys[name] = list.map((key) => checkKey(`apiKeys.${name}`, key))
   }
   if (LEVEL_NAMES.every((name) => keys[name].length === 0)) {

@@ -20,7 +20,9 @@ import { lockSemaphore, type ResourceDefinition, type ResourceStorage } from '..
  * turn it is), `maxLength` 10,000 (beyond it a lock request gets `503`), `confirmTimeout` 3,000 (a
  * new ticket that is never presented again, a client that gave up, holds the line this long at most).
  */
-export type LockQueueOptions = Partial<Pick<QueueSettings, 'idleTimeout' | 'claimWindow' | 'maxLength' | 'confirmTimeout'>>
+export type LockQueueOptions = Partial<
+  Pick<QueueSettings, 'idleTimeout' | 'claimWindow' | 'maxLength' | 'confirmTimeout'>
+>
 
 /** Default life of a lock when a resource is defined without `timeout` (seconds). */
 export const DEFAULT_TIMEOUT_S = 60
@@ -104,11 +106,15 @@ export class ResourceLocks {
       claimWindow: 5_000,
       confirmTimeout: ({ idleTimeout }) => Math.min(3_000, idleTimeout),
     })
-    if (this.queue.idleTimeout < 3) optionError(`queue.idleTimeout must be at least 3 ms, got ${this.queue.idleTimeout}`)
+    if (this.queue.idleTimeout < 3)
+      optionError(`queue.idleTimeout must be at least 3 ms, got ${this.queue.idleTimeout}`)
   }
 
   /** Creates or updates a resource. */
-  async define(name: string, timeout: number = DEFAULT_TIMEOUT_S): Promise<{ created: boolean; name: string; timeout: number }> {
+  async define(
+    name: string,
+    timeout: number = DEFAULT_TIMEOUT_S,
+  ): Promise<{ created: boolean; name: string; timeout: number }> {
     checkName('resource name', name)
     checkTimeout(timeout)
     const created = await this.resources.define(name, { timeout })
@@ -151,13 +157,23 @@ export class ResourceLocks {
     if (presented === undefined) {
       const lease = await room.semaphore.acquire()
       if (lease === null) return { status: 'unavailable', ticket: newVisitorId(), position: null, waiting: null }
-      return { status: 'locked', ticket: lease.token, fence: lease.fence, data: await this.resources.read(name, selector) }
+      return {
+        status: 'locked',
+        ticket: lease.token,
+        fence: lease.fence,
+        data: await this.resources.read(name, selector),
+      }
     }
     const entered = await room.enter(presented)
     if (entered.status === 'admitted') {
       // A returning holder gets its live slot back unchanged; extend it: coming back is a sign of life.
       await entered.lease.refresh()
-      return { status: 'locked', ticket: presented, fence: entered.lease.fence, data: await this.resources.read(name, selector) }
+      return {
+        status: 'locked',
+        ticket: presented,
+        fence: entered.lease.fence,
+        data: await this.resources.read(name, selector),
+      }
     }
     if (entered.status === 'queued') {
       return { status: 'unavailable', ticket: presented, position: entered.position, waiting: entered.waiting }
@@ -180,7 +196,10 @@ export class ResourceLocks {
   ): Promise<TicketOutcome<'written'>> {
     const room = await this.ticketRoom(name, selector, ticket)
     if (room === null) return 'not-found'
-    const outcome = await this.resources.write(name, selector, json, { semaphore: lockSemaphore(name, selector), ticket })
+    const outcome = await this.resources.write(name, selector, json, {
+      semaphore: lockSemaphore(name, selector),
+      ticket,
+    })
     if (outcome === 'not-found') return 'not-found'
     if (outcome === 'stale') return 'conflict'
     if (outcome === 'not-holder') return this.whyNot(room)

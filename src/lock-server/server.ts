@@ -12,7 +12,18 @@ import { StoreGuard } from '../core/guard.js'
 import { resolveStore } from '../stores/resolve.js'
 import { resourcesFor, type ResourceStorage } from '../stores/resources.js'
 import type { Store } from '../stores/types.js'
-import { flag, httpError, jsonBodyParser, notFound, readAnswer, refuse, sendError, ticketHeader, type DataFormat, type JsonBody } from './http.js'
+import {
+  flag,
+  httpError,
+  jsonBodyParser,
+  notFound,
+  readAnswer,
+  refuse,
+  sendError,
+  ticketHeader,
+  type DataFormat,
+  type JsonBody,
+} from './http.js'
 import { keyRing, LEVELS, type ApiKeys, type Level } from './keys.js'
 import { checkTimeout, DEFAULT_TIMEOUT_S, isLockRequestError, ResourceLocks, type LockQueueOptions } from './locks.js'
 
@@ -58,7 +69,16 @@ export interface LockServerOptions {
 /** How long a client may take to send a whole request, body included (ms). */
 const REQUEST_TIMEOUT = 30_000
 
-const OPTION_KEYS = ['store', 'apiKeys', 'resources', 'bodyLimit', 'dataFormat', 'storeTimeout', 'logger', 'queue'] as const
+const OPTION_KEYS = [
+  'store',
+  'apiKeys',
+  'resources',
+  'bodyLimit',
+  'dataFormat',
+  'storeTimeout',
+  'logger',
+  'queue',
+] as const
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -129,76 +149,111 @@ export function createLockServer(options: LockServerOptions = {}): FastifyInstan
     if (level !== undefined) authorize(keys, request, typeof level === 'function' ? level(request) : level)
   })
 
-  type SelectorRoute = { Params: { name: string; selector: string }; Querystring: Record<string, string>; Body: JsonBody | undefined }
+  type SelectorRoute = {
+    Params: { name: string; selector: string }
+    Querystring: Record<string, string>
+    Body: JsonBody | undefined
+  }
   const lockLevelOf = (request: FastifyRequest): Level =>
     flag('lock', (request.query as Record<string, string>).lock, true) ? LEVELS.readLock : LEVELS.read
 
   app.get('/health', async () => ({ ok: true }))
 
-  app.post<{ Body: JsonBody | undefined }>('/resource', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
-    const { name, timeout } = resourceBody(request.body?.value)
-    const result = await guarded(() => locks.define(name, timeout))
-    return reply.code(result.created ? 201 : 200).send({ name: result.name, timeout: result.timeout })
-  })
+  app.post<{ Body: JsonBody | undefined }>(
+    '/resource',
+    { config: { lockLevel: LEVELS.write } },
+    async (request, reply) => {
+      const { name, timeout } = resourceBody(request.body?.value)
+      const result = await guarded(() => locks.define(name, timeout))
+      return reply.code(result.created ? 201 : 200).send({ name: result.name, timeout: result.timeout })
+    },
+  )
 
-  app.get<{ Params: { name: string } }>('/resource/:name', { config: { lockLevel: LEVELS.read } }, async (request, reply) => {
-    const definition = await guarded(() => locks.received(request.params.name))
-    if (!definition) return notFound(reply, request.params.name)
-    return { name: request.params.name, timeout: definition.timeout }
-  })
+  app.get<{ Params: { name: string } }>(
+    '/resource/:name',
+    { config: { lockLevel: LEVELS.read } },
+    async (request, reply) => {
+      const definition = await guarded(() => locks.received(request.params.name))
+      if (!definition) return notFound(reply, request.params.name)
+      return { name: request.params.name, timeout: definition.timeout }
+    },
+  )
 
-  app.delete<{ Params: { name: string } }>('/resource/:name', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
-    if (!(await guarded(() => locks.delete(request.params.name)))) return notFound(reply, request.params.name)
-    return reply.code(204).send()
-  })
+  app.delete<{ Params: { name: string } }>(
+    '/resource/:name',
+    { config: { lockLevel: LEVELS.write } },
+    async (request, reply) => {
+      if (!(await guarded(() => locks.delete(request.params.name)))) return notFound(reply, request.params.name)
+      return reply.code(204).send()
+    },
+  )
 
-  app.get<SelectorRoute>('/resource/:name/:selector', { config: { lockLevel: lockLevelOf } }, async (request, reply) => {
-    const { name, selector } = request.params
-    const format = formatOf(request, dataFormat)
-    reply.header('cache-control', 'no-store')
-    if (!flag('lock', request.query.lock, true)) {
-      const read = await guarded(() => locks.read(name, selector))
-      if (!read.found) return notFound(reply, name)
-      return readAnswer(reply, 200, name, selector, read.data, format)
-    }
-    const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
-    switch (outcome.status) {
-      case 'not-found':
-        return notFound(reply, name)
-      case 'locked':
-        return readAnswer(withTicket(reply, outcome.ticket).header('x-fence', String(outcome.fence)), 200, name, selector, outcome.data, format)
-      case 'unavailable':
-        return withTicket(reply, outcome.ticket)
-          .code(202)
-          .header('retry-after', '1')
-          .send({ unavailable: true, position: outcome.position, waiting: outcome.waiting })
-      case 'full':
-        return tooManyWaiting(reply, outcome.waiting)
-    }
-  })
+  app.get<SelectorRoute>(
+    '/resource/:name/:selector',
+    { config: { lockLevel: lockLevelOf } },
+    async (request, reply) => {
+      const { name, selector } = request.params
+      const format = formatOf(request, dataFormat)
+      reply.header('cache-control', 'no-store')
+      if (!flag('lock', request.query.lock, true)) {
+        const read = await guarded(() => locks.read(name, selector))
+        if (!read.found) return notFound(reply, name)
+        return readAnswer(reply, 200, name, selector, read.data, format)
+      }
+      const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
+      switch (outcome.status) {
+        case 'not-found':
+          return notFound(reply, name)
+        case 'locked':
+          return readAnswer(
+            withTicket(reply, outcome.ticket).header('x-fence', String(outcome.fence)),
+            200,
+            name,
+            selector,
+            outcome.data,
+            format,
+          )
+        case 'unavailable':
+          return withTicket(reply, outcome.ticket)
+            .code(202)
+            .header('retry-after', '1')
+            .send({ unavailable: true, position: outcome.position, waiting: outcome.waiting })
+        case 'full':
+          return tooManyWaiting(reply, outcome.waiting)
+      }
+    },
+  )
 
   // The Small Resource Server's lock: 200 {"locked": true|false} and the ticket to present again.
-  app.put<SelectorRoute>('/resource/:name/:selector/lock', { config: { lockLevel: LEVELS.readLock } }, async (request, reply) => {
-    const { name, selector } = request.params
-    const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
-    if (outcome.status === 'not-found') return notFound(reply, name)
-    if (outcome.status === 'full') return tooManyWaiting(reply, outcome.waiting)
-    withTicket(reply, outcome.ticket)
-    if (outcome.status === 'unavailable') reply.header('retry-after', '1')
-    else reply.header('x-fence', String(outcome.fence))
-    return reply.code(200).send({ locked: outcome.status === 'locked' })
-  })
+  app.put<SelectorRoute>(
+    '/resource/:name/:selector/lock',
+    { config: { lockLevel: LEVELS.readLock } },
+    async (request, reply) => {
+      const { name, selector } = request.params
+      const outcome = await guarded(() => locks.lock(name, selector, ticketHeader(request, false)))
+      if (outcome.status === 'not-found') return notFound(reply, name)
+      if (outcome.status === 'full') return tooManyWaiting(reply, outcome.waiting)
+      withTicket(reply, outcome.ticket)
+      if (outcome.status === 'unavailable') reply.header('retry-after', '1')
+      else reply.header('x-fence', String(outcome.fence))
+      return reply.code(200).send({ locked: outcome.status === 'locked' })
+    },
+  )
 
-  app.put<SelectorRoute>('/resource/:name/:selector', { config: { lockLevel: LEVELS.write } }, async (request, reply) => {
-    const { name, selector } = request.params
-    const unlock = flag('unlock', request.query.unlock, false)
-    const ticket = ticketHeader(request, true)
-    if (request.body === undefined) throw httpError(400, 'PUT needs a JSON body: the data to store')
-    const json = request.body.text
-    const outcome = await guarded(() => locks.write(name, selector, ticket, json, { unlock }))
-    if (outcome === 'written') return reply.code(204).send()
-    return refuse(reply, outcome, name)
-  })
+  app.put<SelectorRoute>(
+    '/resource/:name/:selector',
+    { config: { lockLevel: LEVELS.write } },
+    async (request, reply) => {
+      const { name, selector } = request.params
+      const unlock = flag('unlock', request.query.unlock, false)
+      const ticket = ticketHeader(request, true)
+      if (request.body === undefined) throw httpError(400, 'PUT needs a JSON body: the data to store')
+      const json = request.body.text
+      const outcome = await guarded(() => locks.write(name, selector, ticket, json, { unlock }))
+      if (outcome === 'written') return reply.code(204).send()
+      return refuse(reply, outcome, name)
+    },
+  )
 
   // Unlock: PUT (the Small Resource Server) or POST (the blog post's API).
   const unlock = async (request: FastifyRequest<SelectorRoute>, reply: FastifyReply) => {
@@ -223,7 +278,12 @@ function tooManyWaiting(reply: FastifyReply, waiting: number): FastifyReply {
   return reply
     .code(503)
     .header('retry-after', '5')
-    .send({ statusCode: 503, error: 'Service Unavailable', message: `too many tickets waiting for this lock (${waiting})`, unavailable: true })
+    .send({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: `too many tickets waiting for this lock (${waiting})`,
+      unavailable: true,
+    })
 }
 
 function formatOf(request: FastifyRequest<{ Querystring: Record<string, string> }>, fallback: DataFormat): DataFormat {
@@ -245,15 +305,18 @@ function checkResources(resources: unknown): void {
     (m) => typeof (resources as Record<string, unknown> | null)?.[m] !== 'function',
   )
   if (missing.length > 0) {
-    optionError(`resources must implement ResourceStorage (define, get, delete, read, write); missing ${missing.join(', ')}`)
+    optionError(
+      `resources must implement ResourceStorage (define, get, delete, read, write); missing ${missing.join(', ')}`,
+    )
   }
 }
 
 function checkLoggerOption(logger: unknown): LockServerOptions['logger'] {
-  const ok =
-    typeof logger === 'boolean' || (typeof logger === 'object' && logger !== null && !Array.isArray(logger))
+  const ok = typeof logger === 'boolean' || (typeof logger === 'object' && logger !== null && !Array.isArray(logger))
   if (!ok) {
-    optionError(`logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${received(logger)}`)
+    optionError(
+      `logger must be a boolean, Fastify logger options ({ level: 'warn' }) or a pino-shaped logger, got ${received(logger)}`,
+    )
   }
   return adaptLogger(logger) as LockServerOptions['logger']
 }
@@ -266,11 +329,20 @@ function checkLoggerOption(logger: unknown): LockServerOptions['logger'] {
 function adaptLogger(logger: unknown): unknown {
   const l = logger as Record<string, unknown> | null
   if (typeof l !== 'object' || l === null || typeof l.warn !== 'function' || isLoggerInstance(l)) return logger
-  const call = (level: string) => (typeof l[level] === 'function' ? (l[level] as (...a: unknown[]) => void).bind(l) : undefined)
+  const call = (level: string) =>
+    typeof l[level] === 'function' ? (l[level] as (...a: unknown[]) => void).bind(l) : undefined
   const warn = call('warn')!
   const error = call('error') ?? warn
   const info = call('info') ?? (() => {})
-  const adapted: Record<string, unknown> = { fatal: call('fatal') ?? error, error, warn, info, debug: call('debug') ?? (() => {}), trace: call('trace') ?? (() => {}), level: 'info' }
+  const adapted: Record<string, unknown> = {
+    fatal: call('fatal') ?? error,
+    error,
+    warn,
+    info,
+    debug: call('debug') ?? (() => {}),
+    trace: call('trace') ?? (() => {}),
+    level: 'info',
+  }
   adapted.child = () => adapted
   return adapted
 }

@@ -79,7 +79,10 @@ export class PageHeaders {
     let headers = this.#byLanguage.get(language)
     if (headers === undefined) {
       const vary = this.base.vary === undefined ? 'Accept-Language' : `${this.base.vary}, Accept-Language`
-      this.#byLanguage.set(language, (headers = Object.freeze({ ...this.base, vary, 'content-language': language.tag })))
+      this.#byLanguage.set(
+        language,
+        (headers = Object.freeze({ ...this.base, vary, 'content-language': language.tag })),
+      )
     }
     return headers
   }
@@ -103,7 +106,12 @@ class BusyReasonAnswers {
   readonly pages = new Map<string, string>()
 
   constructor(retryAfter: number, gate: string, reason: BusyReason) {
-    const common = { 'retry-after': String(retryAfter), 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('busy', gate, reason) }
+    const common = {
+      'retry-after': String(retryAfter),
+      'cache-control': 'no-store',
+      vary: 'Accept',
+      [SHIELD_HEADER]: shieldHeader('busy', gate, reason),
+    }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
@@ -130,7 +138,8 @@ export class BusyAnswers {
 
   private of(reason: BusyReason): BusyReasonAnswers {
     let answers = this.byReason.get(reason)
-    if (answers === undefined) this.byReason.set(reason, (answers = new BusyReasonAnswers(this.retryAfter, this.gate, reason)))
+    if (answers === undefined)
+      this.byReason.set(reason, (answers = new BusyReasonAnswers(this.retryAfter, this.gate, reason)))
     return answers
   }
 
@@ -142,7 +151,8 @@ export class BusyAnswers {
     const delay = busyPageDelay(this.retryAfter)
     const key = `${language.tag} ${delay}`
     let page = a.pages.get(key)
-    if (page === undefined) a.pages.set(key, (page = renderBusyPage(this.retryAfter, undefined, language, reason, delay)))
+    if (page === undefined)
+      a.pages.set(key, (page = renderBusyPage(this.retryAfter, undefined, language, reason, delay)))
     return page
   }
 
@@ -154,13 +164,21 @@ export class BusyAnswers {
     return answer(r, () => {
       const a = this.of(reason)
       if (prefersJson(r.accept)) {
-        if (asksProblem(r.accept)) return { status: 503, headers: a.problem, body: busyProblem(this.retryAfter, reason) }
+        if (asksProblem(r.accept))
+          return { status: 503, headers: a.problem, body: busyProblem(this.retryAfter, reason) }
         return { status: 503, headers: a.json, body: a.jsonBody }
       }
       const nonce = r.nonce()
       const builtIn = (): GateResponse => {
         const language = this.languages.pick(r.acceptLanguage)
-        return { status: 503, headers: a.builtIn.of(language), body: nonce === undefined ? this.pageIn(a, language, reason) : renderBusyPage(this.retryAfter, nonce, language, reason) }
+        return {
+          status: 503,
+          headers: a.builtIn.of(language),
+          body:
+            nonce === undefined
+              ? this.pageIn(a, language, reason)
+              : renderBusyPage(this.retryAfter, nonce, language, reason),
+        }
       }
       if (this.page === undefined) return builtIn()
       if (typeof this.page === 'string') return { status: 503, headers: a.html, body: this.page }
@@ -216,13 +234,23 @@ export class LineAnswers {
     /** The built-in page's languages. */
     private readonly languages: PageLanguages = new PageLanguages(),
   ) {
-    const common = { 'retry-after': String(Math.ceil(settings.pollInterval / 1000)), 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('queued', settings.gate) }
+    const common = {
+      'retry-after': String(Math.ceil(settings.pollInterval / 1000)),
+      'cache-control': 'no-store',
+      vary: 'Accept',
+      [SHIELD_HEADER]: shieldHeader('queued', settings.gate),
+    }
     this.json = Object.freeze({ ...common, 'content-type': JSON_TYPE })
     this.problem = Object.freeze({ ...common, 'content-type': PROBLEM_TYPE })
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': WAITING_PAGE_CSP })
     this.custom = new PageHeaders(this.html)
-    this.admittedHeaders = Object.freeze({ 'cache-control': 'no-store', vary: 'Accept', 'content-type': JSON_TYPE, [SHIELD_HEADER]: shieldHeader('admitted', settings.gate) })
+    this.admittedHeaders = Object.freeze({
+      'cache-control': 'no-store',
+      vary: 'Accept',
+      'content-type': JSON_TYPE,
+      [SHIELD_HEADER]: shieldHeader('admitted', settings.gate),
+    })
     const left = { 'cache-control': 'no-store', vary: 'Accept', [SHIELD_HEADER]: shieldHeader('left', settings.gate) }
     this.leftJsonHeaders = Object.freeze({ ...left, 'content-type': JSON_TYPE })
     this.leftHeaders = new PageHeaders({ ...left, 'content-type': HTML_TYPE, 'content-security-policy': LEFT_PAGE_CSP })
@@ -233,10 +261,24 @@ export class LineAnswers {
   queued(place: LinePlace, r: AnswerRequest, poll: boolean): GateResponse {
     return answer(r, () => {
       if (!poll && prefersJson(r.accept) && asksProblem(r.accept)) {
-        return { status: 202, headers: this.problem, body: queuedProblem(place.position, place.waiting, place.eta, Math.ceil(this.settings.pollInterval / 1000), place.opensAt) }
+        return {
+          status: 202,
+          headers: this.problem,
+          body: queuedProblem(
+            place.position,
+            place.waiting,
+            place.eta,
+            Math.ceil(this.settings.pollInterval / 1000),
+            place.opensAt,
+          ),
+        }
       }
       if (poll || prefersJson(r.accept)) {
-        return { status: 202, headers: this.json, body: queuedJson(place.position, place.waiting, place.eta, place.opensAt) }
+        return {
+          status: 202,
+          headers: this.json,
+          body: queuedJson(place.position, place.waiting, place.eta, place.opensAt),
+        }
       }
       const context = {
         order: this.settings.order,
@@ -248,7 +290,11 @@ export class LineAnswers {
       const language = this.languages.pick(r.acceptLanguage)
       if (this.page !== undefined) {
         try {
-          return { status: 202, headers: this.custom.of(language), body: String(this.page({ ...context, request: r.request, language })) }
+          return {
+            status: 202,
+            headers: this.custom.of(language),
+            body: String(this.page({ ...context, request: r.request, language })),
+          }
         } catch (err) {
           this.onPageError(err)
         }

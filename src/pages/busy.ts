@@ -53,7 +53,6 @@ export const busyPageHashes = inlineHashes(BUSY_PAGE_SCRIPT, BUSY_PAGE_STYLE)
 /** The policy sent with the built-in page: nothing but its own script and style. */
 export const BUSY_PAGE_CSP = pageCsp(busyPageHashes)
 
-
 /**
  * The page's retry delay in whole seconds: `retryAfter` jittered to 0.5x..1.5x (rounded, at least
  * 1), so that the retries of a crowd spread out instead of arriving in waves. Padded with spaces to

@@ -67,9 +67,14 @@ export function lineChart(c: ChartSpec): string {
     dot()
     return `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6" stroke-linejoin="round" stroke-linecap="round"/>${dots.join('')}`
   })
-  const summary = series.map((s) => `${s.label}: at most ${Math.round(Math.max(0, ...s.values.map((v) => v ?? 0)) * 10) / 10}${c.unit}`).join('; ')
+  const summary = series
+    .map((s) => `${s.label}: at most ${Math.round(Math.max(0, ...s.values.map((v) => v ?? 0)) * 10) / 10}${c.unit}`)
+    .join('; ')
   const between = (c.ticks ?? [])
-    .map((t) => `<line x1="${x(t).toFixed(1)}" y1="${H - PAD.bottom}" x2="${x(t).toFixed(1)}" y2="${H - PAD.bottom + 4}" stroke="#99a"/><text x="${x(t).toFixed(1)}" y="${H - 8}" text-anchor="middle" font-size="10" fill="#445">${escapeHtml(c.tick(t))}</text>`)
+    .map(
+      (t) =>
+        `<line x1="${x(t).toFixed(1)}" y1="${H - PAD.bottom}" x2="${x(t).toFixed(1)}" y2="${H - PAD.bottom + 4}" stroke="#99a"/><text x="${x(t).toFixed(1)}" y="${H - 8}" text-anchor="middle" font-size="10" fill="#445">${escapeHtml(c.tick(t))}</text>`,
+    )
     .join('')
   const axes =
     `<line x1="${PAD.left}" y1="${H - PAD.bottom}" x2="${W - PAD.right}" y2="${H - PAD.bottom}" stroke="#99a"/>` +

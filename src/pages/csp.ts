@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto'
 
 /** No animation nor transition for a visitor who asked for reduced motion (`prefers-reduced-motion: reduce`). */
-export const REDUCED_MOTION = '@media(prefers-reduced-motion:reduce){*,:before,:after{animation:none!important;transition:none!important}}'
+export const REDUCED_MOTION =
+  '@media(prefers-reduced-motion:reduce){*,:before,:after{animation:none!important;transition:none!important}}'
 
 /** The layout and colours every built-in page starts its style with, and {@link REDUCED_MOTION}. */
 export const BASE_STYLE =

@@ -32,13 +32,21 @@ export const DASHBOARD_STYLE =
 export const dashboardHashes = inlineHashes(DASHBOARD_SCRIPT, DASHBOARD_STYLE)
 
 /** The policy sent with the page: its script and style, and requests to its own origin. */
-export const DASHBOARD_CSP = pageCsp(dashboardHashes, "connect-src 'self'; ").replace("form-action 'none'", "form-action 'self'")
+export const DASHBOARD_CSP = pageCsp(dashboardHashes, "connect-src 'self'; ").replace(
+  "form-action 'none'",
+  "form-action 'self'",
+)
 
 /**
  * The page (about 13 KB): everything else comes from the events. `interval`: the dashboard's ms
  * between samples (default 1000), after three of which without a new sample the tiles go quiet.
  */
-export function renderDashboardPage(options: { names: readonly string[]; controls: boolean; history?: boolean; interval?: number }): string {
+export function renderDashboardPage(options: {
+  names: readonly string[]
+  controls: boolean
+  history?: boolean
+  interval?: number
+}): string {
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     '<meta name="robots" content="noindex"><title>airlock-shield: dashboard</title>' +

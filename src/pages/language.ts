@@ -7,7 +7,14 @@ import { optionError } from '../base/errors.js'
 import { canonicalTag, negotiateLanguage, rightToLeft } from '../base/language.js'
 import { received, knownKeys } from '../base/validate.js'
 import { escapeHtml } from './csp.js'
-import { BUILT_IN_MESSAGES, DEFAULT_LANGUAGE, MESSAGE_KEYS, placeholders, type MessageKey, type Messages } from './messages/index.js'
+import {
+  BUILT_IN_MESSAGES,
+  DEFAULT_LANGUAGE,
+  MESSAGE_KEYS,
+  placeholders,
+  type MessageKey,
+  type Messages,
+} from './messages/index.js'
 import { en } from './messages/en.js'
 
 /** The `messages` option: languages to add or words to change, by language tag. */
@@ -73,13 +80,16 @@ export class PageLanguage implements VisitorLanguage {
     const [unit, n] = seconds < 60 ? ['second', seconds] : ['minute', Math.round(seconds / 60)]
     this.#units ??= new Map()
     let format = this.#units.get(unit)
-    if (format === undefined) this.#units.set(unit, (format = new Intl.NumberFormat(this.tag, { style: 'unit', unit, unitDisplay: 'long' })))
+    if (format === undefined)
+      this.#units.set(unit, (format = new Intl.NumberFormat(this.tag, { style: 'unit', unit, unitDisplay: 'long' })))
     return format.format(n)
   }
 
   /** An estimated wait: `about 31 seconds`, or `working it out` while unknown (`null`). Plain text. */
   eta(seconds: number | null): string {
-    return seconds === null ? this.messages.etaUnknown : this.messages.etaAbout.replace('{time}', this.duration(seconds))
+    return seconds === null
+      ? this.messages.etaUnknown
+      : this.messages.etaAbout.replace('{time}', this.duration(seconds))
   }
 
   /** A moment (ms since the epoch) as a date and time, in UTC. */
@@ -109,7 +119,8 @@ export class PageLanguages {
   /** Throws `ERR_AIRLOCK_OPTION` naming the language and the key of a bad `messages` option. */
   constructor(option?: unknown) {
     const added = checkMessages(option)
-    for (const [tag, messages] of Object.entries(BUILT_IN_MESSAGES)) this.#languages.set(tag.toLowerCase(), new PageLanguage(tag, { ...messages, ...added.get(tag) }))
+    for (const [tag, messages] of Object.entries(BUILT_IN_MESSAGES))
+      this.#languages.set(tag.toLowerCase(), new PageLanguage(tag, { ...messages, ...added.get(tag) }))
     // Added languages in order of their tags' length, so `pt-BR` finds `pt` (built in or added) to inherit from.
     for (const [tag, messages] of [...added].sort(([a], [b]) => a.length - b.length)) {
       if (this.#languages.has(tag.toLowerCase())) continue
@@ -144,7 +155,12 @@ export class PageLanguages {
   }
 
   private negotiate(header: string | string[]): PageLanguage {
-    return negotiateLanguage(header, (tag) => this.#languages.get(tag), { tag: DEFAULT_LANGUAGE, value: this.fallback }, this.#tags)
+    return negotiateLanguage(
+      header,
+      (tag) => this.#languages.get(tag),
+      { tag: DEFAULT_LANGUAGE, value: this.fallback },
+      this.#tags,
+    )
   }
 
   /** The nearest shorter tag of `tag` in the catalogue (`pt` for `pt-BR`). */
@@ -168,7 +184,9 @@ export function checkMessages(option: unknown): Map<string, Partial<Messages>> {
   const found = new Map<string, Partial<Messages>>()
   if (option === undefined) return found
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
-    optionError(`messages must be an object of languages such as { de: { busyHeading: '...' } }, got ${received(option)}`)
+    optionError(
+      `messages must be an object of languages such as { de: { busyHeading: '...' } }, got ${received(option)}`,
+    )
   }
   const given = Object.entries(option as Record<string, unknown>)
   for (const [key, value] of given) {
@@ -176,17 +194,23 @@ export function checkMessages(option: unknown): Map<string, Partial<Messages>> {
     if (tag === undefined) optionError(`messages: '${key}' is not a language tag such as 'de', 'pt-BR' or 'zh-Hant'`)
     if (found.has(tag)) optionError(`messages: '${key}' names the language '${tag}' twice`)
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      optionError(`messages.${key} must be an object of messages such as { busyHeading: '...' }, got ${received(value)}`)
+      optionError(
+        `messages.${key} must be an object of messages such as { busyHeading: '...' }, got ${received(value)}`,
+      )
     }
     knownKeys(`messages.${key}`, value, MESSAGE_KEYS)
     for (const [name, text] of Object.entries(value) as [MessageKey, unknown][]) {
       if (typeof text !== 'string' || text.trim() === '' || text.length > MAX_MESSAGE_LENGTH) {
-        optionError(`messages.${key}.${name} must be a non-empty string of at most ${MAX_MESSAGE_LENGTH} characters, got ${received(text)}`)
+        optionError(
+          `messages.${key}.${name} must be a non-empty string of at most ${MAX_MESSAGE_LENGTH} characters, got ${received(text)}`,
+        )
       }
       const wanted = placeholders(BUILT_IN_MESSAGES[DEFAULT_LANGUAGE]![name])
       if (placeholders(text).join() !== wanted.join()) {
         const list = wanted.length === 0 ? 'no placeholder' : wanted.map((p) => `{${p}}`).join(' and ')
-        optionError(`messages.${key}.${name} must contain ${list} (each once; the page fills them in), got ${received(text)}`)
+        optionError(
+          `messages.${key}.${name} must contain ${list} (each once; the page fills them in), got ${received(text)}`,
+        )
       }
     }
     found.set(tag, value as Partial<Messages>)
@@ -198,7 +222,9 @@ export function checkMessages(option: unknown): Map<string, Partial<Messages>> {
     if (inherits || BUILT_IN_MESSAGES[tag] !== undefined) continue
     const missing = MESSAGE_KEYS.filter((k) => !(k in messages))
     if (missing.length > 0) {
-      optionError(`messages.${tag} adds a new language, so it needs every message; missing ${missing.map((k) => `'${k}'`).join(', ')}`)
+      optionError(
+        `messages.${tag} adds a new language, so it needs every message; missing ${missing.map((k) => `'${k}'`).join(', ')}`,
+      )
     }
   }
   return found

@@ -42,11 +42,27 @@ export function originErrorJson(status: 502 | 504): string {
  * The response headers of either (`Retry-After`, no caching, the page's own policy); the page's
  * (`language` given) say its language and that it depends on `Accept-Language`.
  */
-export function originErrorHeaders(json: boolean, language?: PageLanguage, status: 502 | 504 = 502): Record<string, string> {
+export function originErrorHeaders(
+  json: boolean,
+  language?: PageLanguage,
+  status: 502 | 504 = 502,
+): Record<string, string> {
   // The Airlock header: the proxy answered for an origin that did not (an origin error, not the shield's refusal).
   const airlock = `origin-error; reason=${status === 504 ? 'timeout' : 'refused'}`
-  if (json) return { 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': String(ORIGIN_RETRY_AFTER), airlock }
-  const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(ORIGIN_RETRY_AFTER), 'content-security-policy': BUSY_PAGE_CSP, airlock }
+  if (json)
+    return {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
+      'retry-after': String(ORIGIN_RETRY_AFTER),
+      airlock,
+    }
+  const headers: Record<string, string> = {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'retry-after': String(ORIGIN_RETRY_AFTER),
+    'content-security-policy': BUSY_PAGE_CSP,
+    airlock,
+  }
   if (language !== undefined) {
     headers['content-language'] = language.tag
     headers.vary = 'Accept, Accept-Language'

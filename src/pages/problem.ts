@@ -30,7 +30,13 @@ export function busyProblem(retryAfter: number, reason = 'full'): string {
 }
 
 /** The place in line as problem details (a `202`: not an error, but the same shape for clients that read one). */
-export function queuedProblem(position: number | null, waiting: number, eta: number | null, retryAfter: number, opensAt: number | null = null): string {
+export function queuedProblem(
+  position: number | null,
+  waiting: number,
+  eta: number | null,
+  retryAfter: number,
+  opensAt: number | null = null,
+): string {
   const where = position === null ? `${waiting} waiting` : `place ${position} of ${waiting}`
   return JSON.stringify({
     type: TYPE.queued,

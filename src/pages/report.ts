@@ -35,28 +35,68 @@ export function renderReportHtml(report: HistoryReport): string {
   const from = Date.parse(report.from)
   const to = Math.max(Date.parse(report.to), from + 60_000)
   const chart = (title: string, series: readonly Series[], unit: string): string =>
-    lineChart({ title, times, from, to, series, unit, gap: Math.max(60_000, ((to - from) / MAX_POINTS) * 1.5), tick: (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ') })
+    lineChart({
+      title,
+      times,
+      from,
+      to,
+      series,
+      unit,
+      gap: Math.max(60_000, ((to - from) / MAX_POINTS) * 1.5),
+      tick: (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' '),
+    })
   const charts = [
-    chart(`In line at the minute’s end${per}`, [{ label: 'in line', color: '#7c3aed', values: rows.map((r) => r.inLine) }], ''),
-    chart(`Admitted a minute${per}`, [
-      { label: 'admitted', color: '#16a34a', values: rows.map((r) => r.admitted) },
-      { label: 'turned away', color: '#dc2626', values: rows.map((r) => r.turnedAway) },
-    ], ''),
-    chart(`Wait in line (s)${per}`, [
-      { label: 'p50', color: '#2563eb', values: rows.map((r) => r.waitP50) },
-      { label: 'p90', color: '#ea580c', values: rows.map((r) => r.waitP90) },
-    ], ' s'),
-    chart(`Visit length (s)${per}`, [
-      { label: 'p50', color: '#0891b2', values: rows.map((r) => r.visitP50) },
-      { label: 'p90', color: '#9333ea', values: rows.map((r) => r.visitP90) },
-    ], ' s'),
+    chart(
+      `In line at the minute’s end${per}`,
+      [{ label: 'in line', color: '#7c3aed', values: rows.map((r) => r.inLine) }],
+      '',
+    ),
+    chart(
+      `Admitted a minute${per}`,
+      [
+        { label: 'admitted', color: '#16a34a', values: rows.map((r) => r.admitted) },
+        { label: 'turned away', color: '#dc2626', values: rows.map((r) => r.turnedAway) },
+      ],
+      '',
+    ),
+    chart(
+      `Wait in line (s)${per}`,
+      [
+        { label: 'p50', color: '#2563eb', values: rows.map((r) => r.waitP50) },
+        { label: 'p90', color: '#ea580c', values: rows.map((r) => r.waitP90) },
+      ],
+      ' s',
+    ),
+    chart(
+      `Visit length (s)${per}`,
+      [
+        { label: 'p50', color: '#0891b2', values: rows.map((r) => r.visitP50) },
+        { label: 'p90', color: '#9333ea', values: rows.map((r) => r.visitP90) },
+      ],
+      ' s',
+    ),
   ]
-  const figure = (label: string, value: string): string => `<tr><th scope="row">${label}</th><td class="n">${value}</td></tr>`
+  const figure = (label: string, value: string): string =>
+    `<tr><th scope="row">${label}</th><td class="n">${value}</td></tr>`
   const n = (v: number | null, unit = ''): string => (v === null ? '–' : `${Math.round(v * 10) / 10}${unit}`)
-  const reasons = Object.entries(t.turnedAwayBy).map(([k, v]) => `${escapeHtml(k)} ${v}`).join(', ')
-  const causes = Object.entries(t.releasedBy).map(([k, v]) => `${escapeHtml(k)} ${v}`).join(', ')
+  const reasons = Object.entries(t.turnedAwayBy)
+    .map(([k, v]) => `${escapeHtml(k)} ${v}`)
+    .join(', ')
+  const causes = Object.entries(t.releasedBy)
+    .map(([k, v]) => `${escapeHtml(k)} ${v}`)
+    .join(', ')
   const busiest = [...report.rows].sort((a, b) => b.admitted + b.turnedAway - (a.admitted + a.turnedAway)).slice(0, 10)
-  const head = ['minute (UTC)', 'admitted', 'from line', 'turned away', 'abandoned', 'in line', 'wait p50 s', 'wait p90 s', 'visit p50 s']
+  const head = [
+    'minute (UTC)',
+    'admitted',
+    'from line',
+    'turned away',
+    'abandoned',
+    'in line',
+    'wait p50 s',
+    'wait p90 s',
+    'visit p50 s',
+  ]
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     `<meta name="robots" content="noindex"><title>airlock-shield report: ${name}</title><style>${STYLE}</style></head><body>` +
@@ -67,13 +107,25 @@ export function renderReportHtml(report: HistoryReport): string {
     figure('Gave up their place in line', String(t.abandoned)) +
     figure('Visits ended', `${t.released}${causes ? ` (${causes})` : ''}`) +
     figure('Most in line', n(t.inLineMax)) +
-    figure('Wait in line p50 / p90 / longest', `${n(t.waitP50, ' s')} / ${n(t.waitP90, ' s')} / ${n(t.waitMax, ' s')}`) +
+    figure(
+      'Wait in line p50 / p90 / longest',
+      `${n(t.waitP50, ' s')} / ${n(t.waitP90, ' s')} / ${n(t.waitMax, ' s')}`,
+    ) +
     figure('Visit length p50 / p90', `${n(t.visitP50, ' s')} / ${n(t.visitP90, ' s')}`) +
     `</tbody></table></section><section><h2>Minute by minute</h2><div class="charts">${charts.join('')}</div></section>` +
     `<section><h2>Busiest minutes</h2><table><thead><tr>${head.map((h, i) => `<th${i ? ' class="n"' : ''} scope="col">${h}</th>`).join('')}</tr></thead><tbody>` +
     busiest
       .map((r) => {
-        const cells = [r.admitted, r.admittedFromLine, r.turnedAway, r.abandoned, r.inLine, r.waitP50, r.waitP90, r.visitP50]
+        const cells = [
+          r.admitted,
+          r.admittedFromLine,
+          r.turnedAway,
+          r.abandoned,
+          r.inLine,
+          r.waitP50,
+          r.waitP90,
+          r.visitP50,
+        ]
         return `<tr><td>${r.minute.slice(0, 16).replace('T', ' ')}</td>${cells.map((c) => `<td class="n">${n(c)}</td>`).join('')}</tr>`
       })
       .join('') +

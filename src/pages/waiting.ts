@@ -69,7 +69,7 @@ export const WAITING_PAGE_SCRIPT =
   'function next(){clearTimeout(t);if(!S)t=setTimeout(poll,(d.hidden?K:P)*(.75+Math.random()/2))}' +
   // Admitted in a hidden tab: say so (title, favicon, the opted-in notification or beep), keep the pass, go when shown.
   'function won(j){if(!d.hidden||!j.hold)return go();W=S=1;var T=d.title="\u2713 "+D.turn+" \u2013 "+l.hostname,i=d.createElement("link");' +
-  'i.rel="icon";i.href="data:image/svg+xml,<svg xmlns=\'http://www.w3.org/2000/svg\' viewBox=\'0 0 2 2\'><circle cx=\'1\' cy=\'1\' r=\'1\' fill=\'green\'/></svg>";' +
+  "i.rel=\"icon\";i.href=\"data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 2 2'><circle cx='1' cy='1' r='1' fill='green'/></svg>\";" +
   'd.head.appendChild(i);if(N)try{if(Notification.permission!="granted")throw 0;new Notification(T).onclick=function(){focus()}}' +
   'catch(x){try{var o=C.createOscillator(),g=C.createGain();g.gain.value=.2;o.connect(g).connect(C.destination);o.start();o.stop(C.currentTime+.3)}catch(y){}}' +
   'fetch("?__airlock=confirm").catch(go);setTimeout(go,j.hold)}' +
@@ -97,7 +97,10 @@ export const waitingPageHashes = inlineHashes(WAITING_PAGE_SCRIPT, WAITING_PAGE_
  * The policy sent with the built-in page: its own script and style, polls (and the confirm request)
  * to its own origin, the leave form to its own origin, and the `data:` favicon it shows once admitted.
  */
-export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; img-src data:; ").replace("form-action 'none'", "form-action 'self'")
+export const WAITING_PAGE_CSP = pageCsp(waitingPageHashes, "connect-src 'self'; img-src data:; ").replace(
+  "form-action 'none'",
+  "form-action 'self'",
+)
 
 /** An estimated wait for people: `about 31 seconds`, `about 4 minutes`, or `working it out` while unknown (in `language`). */
 export function describeEta(seconds: number | null, language: PageLanguage = ENGLISH): string {
@@ -148,7 +151,12 @@ export function renderWaitingPage(
 }
 
 /** The JSON body of a queued answer (`eta` in seconds, like `Retry-After`). */
-export function queuedJson(position: number | null, waiting: number, eta: number | null, opensAt: number | null = null): string {
+export function queuedJson(
+  position: number | null,
+  waiting: number,
+  eta: number | null,
+  opensAt: number | null = null,
+): string {
   const opening = opensAt === null ? '' : `,"opensAt":"${new Date(opensAt).toISOString()}"`
   return `{"status":"queued","position":${position},"eta":${eta},"waiting":${waiting}${opening}}`
 }

@@ -19,7 +19,16 @@ import diagnostics from 'node:diagnostics_channel'
 import type { Registry } from 'prom-client'
 import { loadPeer } from '../base/peer.js'
 import { optionError } from '../base/errors.js'
-import type { BreakerEvent, ChallengeEvent, ControlEvent, DecisionEvent, FailoverEvent, QueueEvent, ReleaseEvent, StoreEvent } from '../base/events.js'
+import type {
+  BreakerEvent,
+  ChallengeEvent,
+  ControlEvent,
+  DecisionEvent,
+  FailoverEvent,
+  QueueEvent,
+  ReleaseEvent,
+  StoreEvent,
+} from '../base/events.js'
 import { CONTROL_MODES } from '../core/control.js'
 import { received, durationOrZero, knownKeys } from '../base/validate.js'
 import { openGates } from '../gate/registry.js'
@@ -51,12 +60,14 @@ const VISIT_BUCKETS = [0.05, 0.25, 1, ...WAIT_BUCKETS] as const
  * @throws `ERR_AIRLOCK_OPTION` naming a bad option.
  */
 export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetrics {
-  if (options === null || typeof options !== 'object') optionError(`airlockMetrics() options must be an object, got ${received(options)}`)
+  if (options === null || typeof options !== 'object')
+    optionError(`airlockMetrics() options must be an object, got ${received(options)}`)
   knownKeys('airlockMetrics()', options, ['registry', 'prefix', 'buckets', 'statusCacheMs'])
   // Loaded here, not imported: a process that never calls this never needs prom-client (the CLI bundles this).
   const client = loadPeer<typeof import('prom-client')>('prom-client', 'airlockMetrics()')
   const registry = options.registry ?? client.register
-  if (typeof registry?.registerMetric !== 'function') optionError(`registry must be a prom-client Registry, got ${received(options.registry)}`)
+  if (typeof registry?.registerMetric !== 'function')
+    optionError(`registry must be a prom-client Registry, got ${received(options.registry)}`)
   const prefix = options.prefix ?? 'airlock_'
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
     optionError(`prefix must be a Prometheus metric name prefix such as 'airlock_', got ${received(prefix)}`)
@@ -87,10 +98,15 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     registers,
     collect() {
       this.reset()
-      for (const [gate, byKind] of decisionCounts) for (const c of byKind.values()) this.inc({ gate, kind: c.kind, reason: c.reason }, c.n)
+      for (const [gate, byKind] of decisionCounts)
+        for (const c of byKind.values()) this.inc({ gate, kind: c.kind, reason: c.reason }, c.n)
     },
   })
-  const queueEvents = counter('queue_events_total', "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).", ['gate', 'event'] as const)
+  const queueEvents = counter(
+    'queue_events_total',
+    "Events of a gate's waiting room: enter (a new place), wait (a poll), admit (from the line), full (refused).",
+    ['gate', 'event'] as const,
+  )
   const storeDuration = new client.Histogram({
     name: named('store_duration_seconds'),
     help: 'Store calls (Redis scripts), by store, operation and outcome (ok, error).',
@@ -98,26 +114,55 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     buckets: [...buckets],
     registers,
   })
-  const controlChanges = counter('control_changes_total', "Live control changes: set (by airlockControl in this process), applied (by this process's gates).", ['gate', 'event'] as const)
-  const breakerChanges = counter('breaker_transitions_total', "A gate's circuit breaker opening or closing.", ['gate', 'state'] as const)
-  const failovers = counter('store_failovers_total', 'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.', ['store', 'reason'] as const)
+  const controlChanges = counter(
+    'control_changes_total',
+    "Live control changes: set (by airlockControl in this process), applied (by this process's gates).",
+    ['gate', 'event'] as const,
+  )
+  const breakerChanges = counter('breaker_transitions_total', "A gate's circuit breaker opening or closing.", [
+    'gate',
+    'state',
+  ] as const)
+  const failovers = counter(
+    'store_failovers_total',
+    'A store found a different Redis server answering (a failover, a restart): its last writes may be lost.',
+    ['store', 'reason'] as const,
+  )
 
   const released = counter(
     'released_total',
     "Visitors' slots and passes that ended, by how: visitor (the request ended), origin (Airlock-Command: release, or the app's release()), expiry (their time ran out in the store), operator.",
     ['gate', 'by'] as const,
   )
-  const abandoned = counter('queue_abandoned_total', 'Places in line given up: lapsed (the visitor stopped asking) or left (Leave the line).', ['gate'] as const)
+  const abandoned = counter(
+    'queue_abandoned_total',
+    'Places in line given up: lapsed (the visitor stopped asking) or left (Leave the line).',
+    ['gate'] as const,
+  )
   const histogram = (name: string, help: string, bucketList: readonly number[]) =>
-    new client.Histogram({ name: named(name), help, labelNames: ['gate'] as const, buckets: [...bucketList], registers })
-  const waitSeconds = histogram('queue_wait_seconds', 'Waits in line of the visitors let in from it, from taking the place to admission.', WAIT_BUCKETS)
+    new client.Histogram({
+      name: named(name),
+      help,
+      labelNames: ['gate'] as const,
+      buckets: [...bucketList],
+      registers,
+    })
+  const waitSeconds = histogram(
+    'queue_wait_seconds',
+    'Waits in line of the visitors let in from it, from taking the place to admission.',
+    WAIT_BUCKETS,
+  )
   const visitSeconds = histogram(
     'visit_seconds',
     "Visits, from admission to the slot's end (the request's end, a release, or the pass's expiry in the store); those of unknown length are left out.",
     VISIT_BUCKETS,
   )
 
-  const challenges = counter('challenges_total', "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.", ['gate', 'outcome'] as const)
+  const challenges = counter(
+    'challenges_total',
+    "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.",
+    ['gate', 'outcome'] as const,
+  )
   const solveSeconds = new client.Histogram({
     name: named('challenge_solve_seconds'),
     help: "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
@@ -164,14 +209,34 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   gauge('slots_held', 'Slots held in the store, by every instance (cluster-wide).', (s) => s.held)
   gauge('limit', "The gate's limit.", (s) => s.limit)
   gauge('queue_length', 'Visitors waiting in line (cluster-wide).', (s) => s.waiting)
-  gauge('admissions_per_second', 'Admissions a second over the last minute, summed over the instances that report (cluster-wide).', (s) => s.admittedLastMinute / 60)
+  gauge(
+    'admissions_per_second',
+    'Admissions a second over the last minute, summed over the instances that report (cluster-wide).',
+    (s) => s.admittedLastMinute / 60,
+  )
   gauge('eta_seconds', 'The wait a newcomer would see (absent while unknown).', (s) => s.eta)
   gauge('instances', 'Instances of the gate that reported recently.', (s) => s.instances.length)
-  gauge('admission_rate_limit_per_second', "The live control's admission rate in force, a second (absent when none).", (s) => (s.control.admissionRate === null ? null : s.control.admissionRate / 60))
-  gauge('adaptive_limit', "The adaptive limit's figure for the fleet (absent when off).", (s) => s.adaptive?.limit ?? null)
+  gauge(
+    'admission_rate_limit_per_second',
+    "The live control's admission rate in force, a second (absent when none).",
+    (s) => (s.control.admissionRate === null ? null : s.control.admissionRate / 60),
+  )
+  gauge(
+    'adaptive_limit',
+    "The adaptive limit's figure for the fleet (absent when off).",
+    (s) => s.adaptive?.limit ?? null,
+  )
   const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : ms / 1000)
-  gauge('adaptive_latency_baseline_seconds', "The adaptive limit's no-load latency estimate (the baseline its windows' 95th percentiles are judged against).", (s) => seconds(s.adaptive?.baseline))
-  gauge('adaptive_latency_recent_seconds', "The 95th percentile latency of the adaptive limit's last judged window.", (s) => seconds(s.adaptive?.recent))
+  gauge(
+    'adaptive_latency_baseline_seconds',
+    "The adaptive limit's no-load latency estimate (the baseline its windows' 95th percentiles are judged against).",
+    (s) => seconds(s.adaptive?.baseline),
+  )
+  gauge(
+    'adaptive_latency_recent_seconds',
+    "The 95th percentile latency of the adaptive limit's last judged window.",
+    (s) => seconds(s.adaptive?.recent),
+  )
   new client.Gauge({
     name: named('control_mode'),
     help: `1 for the live control's mode in force on this instance (${CONTROL_MODES.join(', ')}), else 0.`,
@@ -179,7 +244,8 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     registers,
     collect() {
       this.reset()
-      for (const gate of gates()) for (const mode of CONTROL_MODES) this.set({ gate: gate.name, mode }, gate.control.mode === mode ? 1 : 0)
+      for (const gate of gates())
+        for (const mode of CONTROL_MODES) this.set({ gate: gate.name, mode }, gate.control.mode === mode ? 1 : 0)
     },
   })
   new client.Gauge({

@@ -28,7 +28,15 @@ import { resolveStore } from '../stores/resolve.js'
 import { SHIELD_HEADER, shieldHeader } from '../pages/answers.js'
 import { hopOf } from './headers.js'
 import type { ProxyLog, ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, closeServer, guardedServer, listenOn, metricsAt, type MountedMetrics } from './mount.js'
+import {
+  checkMetricsPath,
+  checkedLog,
+  closeServer,
+  guardedServer,
+  listenOn,
+  metricsAt,
+  type MountedMetrics,
+} from './mount.js'
 
 /** Options of {@link createDecisionService}: the gate's (session mode) and the service's own. */
 export interface DecisionServiceOptions extends GateOptions<IncomingMessage> {
@@ -77,23 +85,42 @@ const CONTINUE = { 'airlock-action': 'continue', 'cache-control': 'no-store', 'x
  * request end nor the origin's answer).
  */
 export async function createDecisionService(options: DecisionServiceOptions): Promise<DecisionService> {
-  if (options === null || typeof options !== 'object') optionError(`createDecisionService() needs an options object, got ${received(options)}`)
+  if (options === null || typeof options !== 'object')
+    optionError(`createDecisionService() needs an options object, got ${received(options)}`)
   knownKeys('createDecisionService()', options, [...GATE_OPTION_KEYS, ...SERVICE_KEYS])
   const { trustProxy = 'loopback', dashboard, metricsPath, refusalCache = 1, log: logOptions, ...gateOptions } = options
   if (gateOptions.mode === 'request') optionError(REQUEST_MODE_REFUSED)
   if (typeof gateOptions.limit === 'object' && gateOptions.limit !== null) {
-    optionError('limit must be a number here: an adaptive limit learns from the origin\'s answers, which a forward-auth service never sees (use `airlock proxy --adaptive` for that)')
+    optionError(
+      "limit must be a number here: an adaptive limit learns from the origin's answers, which a forward-auth service never sees (use `airlock proxy --adaptive` for that)",
+    )
   }
   const cacheFor = nonNegativeInteger('refusalCache', refusalCache)
-  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
+  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null))
+    optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
   checkMetricsPath(metricsPath)
   const trusts = trustPolicy(trustProxy)
-  const log: ProxyLog | undefined = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
+  const log: ProxyLog | undefined =
+    logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
   const store = resolveStore(gateOptions.store)
   const gate = createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store, mode: 'session' })
   const gateCookies = [`${gate.cookieName}=`, `${gate.ticketCookieName}=`, `${gate.ticketCookieName}_door=`]
-  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gate.name], secret: gateOptions.secret, trustProxy, ...(log ? { logger: log } : {}) }) }
-  const metrics: MountedMetrics | undefined = metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'createDecisionService()')
+  const board =
+    dashboard === undefined
+      ? undefined
+      : {
+          path: (dashboard.path ?? '/airlock').replace(/\/$/, ''),
+          handler: createDashboard({
+            token: dashboard.token,
+            store,
+            names: [gate.name],
+            secret: gateOptions.secret,
+            trustProxy,
+            ...(log ? { logger: log } : {}),
+          }),
+        }
+  const metrics: MountedMetrics | undefined =
+    metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'createDecisionService()')
   /** Answers kept for nginx's `error_page` (auth_request), once each. */
   const answers = new Map<string, { at: number; response: GateResponse; cookies: string[] }>()
 
@@ -116,19 +143,34 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
       const d = gate.decide(view)
       const send = (x: GateDecision): void => {
         reply(res, x, authRequest, view.method, anonymous(req.headers.cookie))
-        if (log?.enabled('info')) log.info({ method: view.method, url: view.url, status: res.statusCode, ms: Math.round((performance.now() - t0) * 10) / 10, decision: x.kind, remote: hop.client }, 'decision')
+        if (log?.enabled('info'))
+          log.info(
+            {
+              method: view.method,
+              url: view.url,
+              status: res.statusCode,
+              ms: Math.round((performance.now() - t0) * 10) / 10,
+              decision: x.kind,
+              remote: hop.client,
+            },
+            'decision',
+          )
       }
       if (d instanceof Promise) d.then(send, (err: unknown) => fail(res, err))
       else send(d)
       return
     }
-    if (path.startsWith('/.airlock/answer/')) return kept(res, path.slice('/.airlock/answer/'.length), req.method === 'HEAD')
+    if (path.startsWith('/.airlock/answer/'))
+      return kept(res, path.slice('/.airlock/answer/'.length), req.method === 'HEAD')
     if (path === '/.airlock/health') {
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' })
       res.end('ok\n')
       return
     }
-    if (board !== undefined && (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) {
+    if (
+      board !== undefined &&
+      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))
+    ) {
       ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = url
       req.url = url.slice(board.path.length) || '/'
       return board.handler.handle(req, res, hopOf(req.socket.remoteAddress ?? '', false, req.headers, trusts).client)
@@ -160,7 +202,12 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
       res.end()
       return
     }
-    const shared = cacheFor > 0 && anon && cookies.length === 0 && d.kind === 'busy' && (d.reason === 'full' || d.reason === 'closed')
+    const shared =
+      cacheFor > 0 &&
+      anon &&
+      cookies.length === 0 &&
+      d.kind === 'busy' &&
+      (d.reason === 'full' || d.reason === 'closed')
     if (authRequest) {
       const id = keep(d.response, cookies)
       res.writeHead(401, { 'airlock-action': 'answer', 'airlock-answer': id, 'cache-control': 'no-store' })
@@ -169,7 +216,11 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     }
     // X-Accel-Expires before Cache-Control: nginx before 1.23 reads them in order, and a `no-store`
     // read first would make the answer uncacheable whatever comes after.
-    const headers: Record<string, string | string[]> = { 'x-accel-expires': shared ? String(cacheFor) : '0', ...d.response.headers, 'airlock-action': 'answer' }
+    const headers: Record<string, string | string[]> = {
+      'x-accel-expires': shared ? String(cacheFor) : '0',
+      ...d.response.headers,
+      'airlock-action': 'answer',
+    }
     if (cookies.length > 0) headers['set-cookie'] = cookies
     for (const [i, c] of cookies.entries()) headers[`airlock-cookie-${i + 1}`] = c
     res.writeHead(d.response.status, headers)
@@ -190,7 +241,12 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
     const a = answers.get(id)
     answers.delete(id)
     if (a === undefined || a.at + ANSWER_LIFE < Date.now()) {
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'cache-control': 'no-store', [SHIELD_HEADER]: shieldHeader('busy', gate.name, 'answer-expired') })
+      res.writeHead(503, {
+        'content-type': 'text/plain; charset=utf-8',
+        'retry-after': '1',
+        'cache-control': 'no-store',
+        [SHIELD_HEADER]: shieldHeader('busy', gate.name, 'answer-expired'),
+      })
       res.end('try again in a moment\n')
       return
     }

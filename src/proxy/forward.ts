@@ -154,13 +154,22 @@ export class Forwarder {
    * Sends `req` (its body streamed) with `headers` to the origin and pipes the answer into `res`;
    * `done(outcome)` once it is over (answered, failed, or the client left). Never throws.
    */
-  forward(req: IncomingMessage, res: ServerResponse, headers: string[], beforeHead: BeforeHead, done: (outcome: Outcome) => void): void {
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: string[],
+    beforeHead: BeforeHead,
+    done: (outcome: Outcome) => void,
+  ): void {
     const te = req.headers['transfer-encoding']
     const cl = req.headers['content-length']
     const body = te !== undefined || (cl !== undefined && cl !== '0') ? req : null
     const exchange = new Exchange(req, res, beforeHead, this.#timeout, done, this.#languages)
     try {
-      this.#pool.dispatch({ path: this.#prefix + (req.url ?? '/'), method: req.method ?? 'GET', headers, body }, exchange as never)
+      this.#pool.dispatch(
+        { path: this.#prefix + (req.url ?? '/'), method: req.method ?? 'GET', headers, body },
+        exchange as never,
+      )
     } catch (err) {
       exchange.onError(err as Error)
     }
@@ -175,12 +184,20 @@ export class Forwarder {
  * The 502 or 504 page in the visitor's language (JSON for API clients); the connection closes when
  * the request's body was not read.
  */
-export function answerOriginError(req: IncomingMessage, res: ServerResponse, status: 502 | 504, languages: PageLanguages): void {
+export function answerOriginError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: 502 | 504,
+  languages: PageLanguages,
+): void {
   if (res.headersSent || res.destroyed) return
   const json = prefersJson(req.headers.accept)
   const language = json ? undefined : languages.pick(req.headers['accept-language'])
   const body = language === undefined ? originErrorJson(status) : originErrorPage(status, language)
-  const headers: OutgoingHttpHeaders = { ...originErrorHeaders(json, language, status), 'content-length': Buffer.byteLength(body) }
+  const headers: OutgoingHttpHeaders = {
+    ...originErrorHeaders(json, language, status),
+    'content-length': Buffer.byteLength(body),
+  }
   if (!req.complete) headers.connection = 'close'
   res.writeHead(status, headers)
   res.end(req.method === 'HEAD' ? undefined : body)

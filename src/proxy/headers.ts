@@ -12,7 +12,18 @@ import { COMMAND_HEADER } from '../gate/handle.js'
  * §7.6.1, and `Proxy-Connection`, which old clients still send). `Upgrade` is forwarded only on an
  * upgrade; `Expect` is answered by the proxy itself (it sends `100 Continue` once the gate admits).
  */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'expect',
+])
 
 /** How the proxy forwards a request's headers. */
 export interface ForwardRules {
@@ -43,7 +54,12 @@ export function hopOf(remote: string, encrypted: boolean, headers: IncomingHttpH
   const proto = claimed === 'https' || claimed === 'http' ? claimed : encrypted ? 'https' : 'http'
   const xff = headers['x-forwarded-for']
   return trusted
-    ? { client: clientBehind(remote, xff, trusts), chain: trustedChain(remote, xff, trusts), proto, host: headers.host ?? '' }
+    ? {
+        client: clientBehind(remote, xff, trusts),
+        chain: trustedChain(remote, xff, trusts),
+        proto,
+        host: headers.host ?? '',
+      }
     : { client: remote, chain: [remote], proto, host: headers.host ?? '' }
 }
 
@@ -51,14 +67,18 @@ export function hopOf(remote: string, encrypted: boolean, headers: IncomingHttpH
 function lastValue(header: string | string[] | undefined): string {
   const text = Array.isArray(header) ? header.join(',') : header
   if (text === undefined) return ''
-  return text.slice(text.lastIndexOf(',') + 1).trim().toLowerCase()
+  return text
+    .slice(text.lastIndexOf(',') + 1)
+    .trim()
+    .toLowerCase()
 }
 
 /** Names a `Connection` header lists (lowercase): hop-by-hop too. */
 function listedInConnection(value: string | string[] | undefined): Set<string> | undefined {
   if (value === undefined) return undefined
   // The usual values list nothing: no split, no set.
-  if (typeof value === 'string' && (value.length === 10 || value.length === 5) && /^(keep-alive|close)$/i.test(value)) return undefined
+  if (typeof value === 'string' && (value.length === 10 || value.length === 5) && /^(keep-alive|close)$/i.test(value))
+    return undefined
   const text = Array.isArray(value) ? value.join(',') : value
   let names: Set<string> | undefined
   for (const part of text.split(',')) {
@@ -85,17 +105,38 @@ const FORWARDING = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded
  * past the gate (`X-Original-URL`, `X-Rewrite-URL`: older Symfony and IIS route by them).
  */
 const CLIENT_WRITTEN = new Set([
-  'client-ip', 'true-client-ip', 'x-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'fastly-client-ip', 'x-original-forwarded-for',
-  'forwarded-for', 'x-forwarded', 'x-forwarded-server', 'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-ssl', 'x-forwarded-scheme',
-  'x-url-scheme', 'front-end-https', 'x-original-url', 'x-rewrite-url', 'x-original-host', 'x-host', 'x-proxyuser-ip', 'wl-proxy-client-ip',
-  'proxy-client-ip', 'x-envoy-external-address',
+  'client-ip',
+  'true-client-ip',
+  'x-client-ip',
+  'cf-connecting-ip',
+  'x-cluster-client-ip',
+  'fastly-client-ip',
+  'x-original-forwarded-for',
+  'forwarded-for',
+  'x-forwarded',
+  'x-forwarded-server',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-ssl',
+  'x-forwarded-scheme',
+  'x-url-scheme',
+  'front-end-https',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-host',
+  'x-host',
+  'x-proxyuser-ip',
+  'wl-proxy-client-ip',
+  'proxy-client-ip',
+  'x-envoy-external-address',
 ])
 
 /** Every header of a client's request the proxy does not pass on (one lookup a header). */
 const DROPPED = new Set([...HOP_BY_HOP, ...FORWARDING, ...CLIENT_WRITTEN])
 
 /** A `Forwarded` parameter value: a token as it is, anything else quoted (RFC 7239 §4). */
-const forwardedValue = (value: string): string => (/^[A-Za-z0-9._-]+$/.test(value) ? value : `"${value.replace(/["\\\r\n]/g, '')}"`)
+const forwardedValue = (value: string): string =>
+  /^[A-Za-z0-9._-]+$/.test(value) ? value : `"${value.replace(/["\\\r\n]/g, '')}"`
 
 /**
  * The headers sent to the origin, from the client's raw list (`req.rawHeaders`: names as sent,

@@ -76,7 +76,9 @@ export class ProxyLog {
   #line(level: number, fields: LogFields, msg: string): void {
     if (level < this.#min) return
     const time = Date.now()
-    this.#pending += this.#pretty ? pretty(level, time, fields, msg) : `{"level":${level},"time":${time}${this.#base},${JSON.stringify(fields).slice(1, -1)}${Object.keys(fields).length ? ',' : ''}"msg":${JSON.stringify(msg)}}\n`
+    this.#pending += this.#pretty
+      ? pretty(level, time, fields, msg)
+      : `{"level":${level},"time":${time}${this.#base},${JSON.stringify(fields).slice(1, -1)}${Object.keys(fields).length ? ',' : ''}"msg":${JSON.stringify(msg)}}\n`
     if (this.#pending.length > 65_536) this.flush()
     else if (!this.#scheduled) {
       this.#scheduled = true
@@ -102,5 +104,7 @@ function pretty(level: number, time: number, fields: LogFields, msg: string): st
 
 /** A line written whatever the level (the command's "listening" line): JSON in pino's shape, or the text alone. */
 export function noticeLine(format: LogFormat, msg: string): string {
-  return format === 'pretty' ? `${msg}\n` : `${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), msg })}\n`
+  return format === 'pretty'
+    ? `${msg}\n`
+    : `${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), msg })}\n`
 }

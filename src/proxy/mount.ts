@@ -16,8 +16,13 @@ export interface MountedMetrics {
 
 /** Checks a `metricsPath` option (`ERR_AIRLOCK_OPTION`). */
 export function checkMetricsPath(metricsPath: unknown): void {
-  if (metricsPath !== undefined && (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))) {
-    optionError(`metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${received(metricsPath)}`)
+  if (
+    metricsPath !== undefined &&
+    (typeof metricsPath !== 'string' || !/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/.test(metricsPath))
+  ) {
+    optionError(
+      `metricsPath must be a path of its own such as '/metrics' (no '/', query, fragment or spaces: it is served instead of the site there), got ${received(metricsPath)}`,
+    )
   }
 }
 
@@ -41,11 +46,13 @@ export async function metricsAt(metricsPath: string, where: string): Promise<Mou
 
 /** A `log` option checked, as a {@link ProxyLog}. */
 export function checkedLog(options: ProxyLogOptions): ProxyLog {
-  if (typeof options !== 'object' || options === null) optionError(`log must be false or { level, format, destination }, got ${received(options)}`)
+  if (typeof options !== 'object' || options === null)
+    optionError(`log must be false or { level, format, destination }, got ${received(options)}`)
   knownKeys('log', options, ['level', 'format', 'destination'])
   const level = options.level === undefined ? undefined : oneOf('log.level', options.level, LOG_LEVELS)
   const format = options.format === undefined ? undefined : oneOf('log.format', options.format, LOG_FORMATS)
-  if (options.destination !== undefined && typeof options.destination?.write !== 'function') optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
+  if (options.destination !== undefined && typeof options.destination?.write !== 'function')
+    optionError(`log.destination must be a stream with write(), got ${received(options.destination)}`)
   return new ProxyLog({ level, format, destination: options.destination })
 }
 
@@ -53,7 +60,10 @@ export function checkedLog(options: ProxyLogOptions): ProxyLog {
  * A `node:http` server for `handle`, whose throw is that request's `fail`, never the process's end;
  * keep-alive past the usual 60 s of the proxies in front (nginx, load balancers).
  */
-export function guardedServer(handle: (req: IncomingMessage, res: ServerResponse) => void, fail: (req: IncomingMessage, res: ServerResponse, err: unknown) => void): Server {
+export function guardedServer(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  fail: (req: IncomingMessage, res: ServerResponse, err: unknown) => void,
+): Server {
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     try {
       handle(req, res)

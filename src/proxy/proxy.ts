@@ -73,7 +73,17 @@ export interface AirlockProxy {
   close(): Promise<void>
 }
 
-const PROXY_KEYS = ['target', 'gated', 'trustProxy', 'dashboard', 'metricsPath', 'bodyLimit', 'upstreamTimeout', 'keepPassCookie', 'log'] as const
+const PROXY_KEYS = [
+  'target',
+  'gated',
+  'trustProxy',
+  'dashboard',
+  'metricsPath',
+  'bodyLimit',
+  'upstreamTimeout',
+  'keepPassCookie',
+  'log',
+] as const
 
 /** The small page answered when the origin does not answer (`502`). */
 export const badGatewayPage = (): string => originErrorPage(502)
@@ -83,9 +93,21 @@ export const badGatewayPage = (): string => originErrorPage(502)
  * option now (`ERR_AIRLOCK_OPTION`); `ERR_AIRLOCK_PEER_MISSING` when undici is not installed.
  */
 export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> {
-  if (options === null || typeof options !== 'object') optionError(`createProxy() needs an options object with a target, got ${received(options)}`)
+  if (options === null || typeof options !== 'object')
+    optionError(`createProxy() needs an options object with a target, got ${received(options)}`)
   knownKeys('createProxy()', options, [...GATE_OPTION_KEYS, ...PROXY_KEYS])
-  const { target, gated = true, trustProxy = false, dashboard, metricsPath, bodyLimit = 2 ** 30, upstreamTimeout, keepPassCookie = false, log: logOptions, ...gateOptions } = options
+  const {
+    target,
+    gated = true,
+    trustProxy = false,
+    dashboard,
+    metricsPath,
+    bodyLimit = 2 ** 30,
+    upstreamTimeout,
+    keepPassCookie = false,
+    log: logOptions,
+    ...gateOptions
+  } = options
   let upstream: URL
   try {
     upstream = new URL(target)
@@ -96,29 +118,67 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     optionError(`target must be an http:// or https:// URL (http://127.0.0.1:8080), got ${received(target)}`)
   }
   if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${received(gated)}`)
-  if (typeof keepPassCookie !== 'boolean') optionError(`keepPassCookie must be a boolean, got ${received(keepPassCookie)}`)
-  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null)) optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
+  if (typeof keepPassCookie !== 'boolean')
+    optionError(`keepPassCookie must be a boolean, got ${received(keepPassCookie)}`)
+  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null))
+    optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
   checkMetricsPath(metricsPath)
-  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0) optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0)
+    optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
   const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
   const trusts = trustPolicy(trustProxy)
   const log = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
   assertPeers(metricsPath === undefined ? ['undici'] : ['undici', 'prom-client'], 'createProxy()')
   const undici = loadPeer<typeof import('undici')>('undici', 'createProxy()')
   const store = resolveStore(gateOptions.store)
-  const gate = gated ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store }) : undefined
+  const gate = gated
+    ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store })
+    : undefined
   const rules: ForwardRules = { passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
   const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
-  const board = dashboard === undefined ? undefined : { path: (dashboard.path ?? '/airlock').replace(/\/$/, ''), handler: createDashboard({ token: dashboard.token, store, names: [gateOptions.name ?? 'default'], secret: gateOptions.secret, trustProxy, ...(log ? { logger: log } : {}) }) }
+  const board =
+    dashboard === undefined
+      ? undefined
+      : {
+          path: (dashboard.path ?? '/airlock').replace(/\/$/, ''),
+          handler: createDashboard({
+            token: dashboard.token,
+            store,
+            names: [gateOptions.name ?? 'default'],
+            secret: gateOptions.secret,
+            trustProxy,
+            ...(log ? { logger: log } : {}),
+          }),
+        }
   const metrics = metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'the proxy metricsPath option')
 
   /** What the proxy vouches for to the origin: the client it decided on, the trusted chain, the scheme, the host. */
-  const hopFor = (req: IncomingMessage): Hop => hopOf(req.socket.remoteAddress ?? '', (req.socket as { encrypted?: boolean }).encrypted === true, req.headers, trusts)
+  const hopFor = (req: IncomingMessage): Hop =>
+    hopOf(
+      req.socket.remoteAddress ?? '',
+      (req.socket as { encrypted?: boolean }).encrypted === true,
+      req.headers,
+      trusts,
+    )
   /** What the gate is told of a request (HTTPS as the client used it, so the pass cookie is `Secure` behind a TLS proxy). */
-  const viewOf = (req: IncomingMessage, hop: Hop) => ({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, secure: hop.proto === 'https', ip: hop.client, request: req })
+  const viewOf = (req: IncomingMessage, hop: Hop) => ({
+    method: req.method ?? 'GET',
+    url: req.url ?? '/',
+    headers: req.headers,
+    secure: hop.proto === 'https',
+    ip: hop.client,
+    request: req,
+  })
 
   /** The access line, once the response is over. */
-  const accessLog = (req: IncomingMessage, res: ServerResponse, t0: number, remote: string | undefined, decision: string, outcome: Outcome | UpgradeOutcome | undefined): void => {
+  const accessLog = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    t0: number,
+    remote: string | undefined,
+    decision: string,
+    outcome: Outcome | UpgradeOutcome | undefined,
+  ): void => {
     if (log === undefined) return
     const fields = {
       method: req.method,
@@ -131,12 +191,25 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       remote,
     }
     if (outcome?.error === 'refused' || outcome?.error === 'timeout' || outcome?.error === 'broken') {
-      log.error({ ...fields, error: outcome.error, cause: outcome.cause }, outcome.error === 'timeout' ? 'the origin did not answer in time' : outcome.error === 'broken' ? 'the origin broke off its answer' : 'the origin did not answer')
+      log.error(
+        { ...fields, error: outcome.error, cause: outcome.cause },
+        outcome.error === 'timeout'
+          ? 'the origin did not answer in time'
+          : outcome.error === 'broken'
+            ? 'the origin broke off its answer'
+            : 'the origin did not answer',
+      )
     } else if (log.enabled('info')) log.info(fields, 'request')
   }
 
   /** Sends the gate's own answer (busy, waiting, a poll's). */
-  const answer = (req: IncomingMessage, res: ServerResponse, response: GateResponse, cookies: string[], bodyUnread: boolean): void => {
+  const answer = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    response: GateResponse,
+    cookies: string[],
+    bodyUnread: boolean,
+  ): void => {
     const headers: Record<string, string | string[]> = { ...response.headers }
     if (cookies.length > 0) headers['set-cookie'] = cookies
     // A body the client was about to send (or is sending) is not read: close rather than drain it.
@@ -145,12 +218,22 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     res.end(req.method === 'HEAD' ? undefined : response.body)
   }
 
-  const admitted = (req: IncomingMessage, res: ServerResponse, d: GateDecision, t0: number, expectsContinue: boolean, hop: Hop): void => {
+  const admitted = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    d: GateDecision,
+    t0: number,
+    expectsContinue: boolean,
+    hop: Hop,
+  ): void => {
     // (The socket is detached from the request once the response is over: read it now.)
     const remote = req.socket?.remoteAddress
     const cookies: string[] = d.setCookie === undefined ? [] : [d.setCookie]
     if (d.response !== undefined) {
-      const bodyUnread = expectsContinue || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined
+      const bodyUnread =
+        expectsContinue ||
+        (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
+        req.headers['transfer-encoding'] !== undefined
       answer(req, res, d.response, cookies, bodyUnread)
       accessLog(req, res, t0, remote, d.kind, undefined)
       return
@@ -166,7 +249,16 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       res,
       requestHeaders(req.rawHeaders, hop, rules),
       (_status, headers, command) => {
-        if (command !== undefined) runCommand(handleFor(gate!, d, { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) }, secure), command)
+        if (command !== undefined)
+          runCommand(
+            handleFor(
+              gate!,
+              d,
+              { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) },
+              secure,
+            ),
+            command,
+          )
         if (extra !== undefined) for (const k in extra) headers.push(k, extra[k]!)
         for (const c of cookies) headers.push('set-cookie', c)
       },
@@ -182,7 +274,10 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const handle = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
     const t0 = performance.now()
     const url = req.url ?? '/'
-    if (board !== undefined && (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) {
+    if (
+      board !== undefined &&
+      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))
+    ) {
       ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = url
       req.url = url.slice(board.path.length) || '/'
       return board.handler.handle(req, res, hopFor(req).client)
@@ -200,12 +295,22 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     if (gate === undefined) {
       const remote = req.socket.remoteAddress
       if (expectsContinue) res.writeContinue()
-      forwarder.forward(req, res, requestHeaders(req.rawHeaders, hopFor(req), rules), () => {}, (outcome) => accessLog(req, res, t0, remote, 'ungated', outcome))
+      forwarder.forward(
+        req,
+        res,
+        requestHeaders(req.rawHeaders, hopFor(req), rules),
+        () => {},
+        (outcome) => accessLog(req, res, t0, remote, 'ungated', outcome),
+      )
       return
     }
     const hop = hopFor(req)
     const d = gate.decide(viewOf(req, hop))
-    if (d instanceof Promise) d.then((x) => admitted(req, res, x, t0, expectsContinue, hop), (err) => fail(req, res, err))
+    if (d instanceof Promise)
+      d.then(
+        (x) => admitted(req, res, x, t0, expectsContinue, hop),
+        (err) => fail(req, res, err),
+      )
     else admitted(req, res, d, t0, expectsContinue, hop)
   }
 
@@ -233,7 +338,14 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       const cookies = d?.setCookie === undefined ? [] : [d.setCookie]
       if (d?.response !== undefined) {
         const r = d.response
-        socket.end(rawHead(r.status, r.status === 503 ? 'Service Unavailable' : 'Refused', { ...r.headers, ...(cookies.length ? { 'set-cookie': cookies } : {}), 'content-length': Buffer.byteLength(r.body), connection: 'close' }) + r.body)
+        socket.end(
+          rawHead(r.status, r.status === 503 ? 'Service Unavailable' : 'Refused', {
+            ...r.headers,
+            ...(cookies.length ? { 'set-cookie': cookies } : {}),
+            'content-length': Buffer.byteLength(r.body),
+            connection: 'close',
+          }) + r.body,
+        )
         logUpgrade(req, t0, d.kind, r.status, undefined)
         return
       }
@@ -244,10 +356,25 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       }
       // An open WebSocket is a request that lasts: its slot stays alive while it is open.
       slot?.hold(() => socket.destroy())
-      tunnel(upstream, timeout, req, socket, head, upgradeHeaders(req.rawHeaders, hop, rules, 'websocket'), cookies.length ? { 'set-cookie': cookies } : {}, (outcome) => {
-        void slot?.release(outcome.error === 'refused' || outcome.error === 'timeout')
-        logUpgrade(req, t0, d?.kind ?? 'ungated', outcome.upstream ?? (outcome.error === 'timeout' ? 504 : 502), outcome)
-      })
+      tunnel(
+        upstream,
+        timeout,
+        req,
+        socket,
+        head,
+        upgradeHeaders(req.rawHeaders, hop, rules, 'websocket'),
+        cookies.length ? { 'set-cookie': cookies } : {},
+        (outcome) => {
+          void slot?.release(outcome.error === 'refused' || outcome.error === 'timeout')
+          logUpgrade(
+            req,
+            t0,
+            d?.kind ?? 'ungated',
+            outcome.upstream ?? (outcome.error === 'timeout' ? 504 : 502),
+            outcome,
+          )
+        },
+      )
     }
     if (gate === undefined) return open(undefined)
     const d = gate.decide(viewOf(req, hop))
@@ -256,14 +383,21 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   }
   /** Paths the proxy answers itself (the dashboard, metrics): never upgraded. */
   const isOwnPath = (url: string): boolean =>
-    (board !== undefined && (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) ||
+    (board !== undefined &&
+      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) ||
     (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`)))
   /** A request that asked for an upgrade the proxy does not forward: answered as a plain request, on a connection that then closes. */
   const plainOverUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const length = req.headers['content-length']
     if (head.length > 0 || req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) {
       const body = 'only WebSocket upgrades are forwarded: send the request without Upgrade\n'
-      socket.end(rawHead(400, 'Bad Request', { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }) + body)
+      socket.end(
+        rawHead(400, 'Bad Request', {
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          connection: 'close',
+        }) + body,
+      )
       return
     }
     // Node no longer reads this socket: a client that ends its side is gone (no half-open socket left).
@@ -278,10 +412,25 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
     req.resume()
     handle(req, res, false)
   }
-  const logUpgrade = (req: IncomingMessage, t0: number, decision: string, status: number, outcome: UpgradeOutcome | undefined): void => {
+  const logUpgrade = (
+    req: IncomingMessage,
+    t0: number,
+    decision: string,
+    status: number,
+    outcome: UpgradeOutcome | undefined,
+  ): void => {
     if (log === undefined) return
-    const fields = { method: req.method, url: req.url, status, ms: Math.round(performance.now() - t0), decision, upgrade: String(req.headers.upgrade ?? ''), remote: req.socket?.remoteAddress }
-    if (outcome?.error === 'refused' || outcome?.error === 'timeout') log.error({ ...fields, error: outcome.error, cause: outcome.cause }, 'the origin did not open the upgrade')
+    const fields = {
+      method: req.method,
+      url: req.url,
+      status,
+      ms: Math.round(performance.now() - t0),
+      decision,
+      upgrade: String(req.headers.upgrade ?? ''),
+      remote: req.socket?.remoteAddress,
+    }
+    if (outcome?.error === 'refused' || outcome?.error === 'timeout')
+      log.error({ ...fields, error: outcome.error, cause: outcome.cause }, 'the origin did not open the upgrade')
     else if (log.enabled('info')) log.info(fields, 'upgrade')
   }
 

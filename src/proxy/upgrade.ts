@@ -19,7 +19,12 @@ export interface UpgradeOutcome {
  * The first lines of an HTTP/1.1 response written by hand on a socket (status line and headers):
  * `list`, a flat `[name, value, ...]` list (the origin's), then `headers`.
  */
-export function rawHead(status: number, message: string, headers: Record<string, string | number | string[] | undefined>, list: readonly string[] = []): string {
+export function rawHead(
+  status: number,
+  message: string,
+  headers: Record<string, string | number | string[] | undefined>,
+  list: readonly string[] = [],
+): string {
   let head = `HTTP/1.1 ${status} ${message}\r\n`
   for (let i = 0; i < list.length; i += 2) head += `${list[i]}: ${list[i + 1]!.replace(/[\r\n]/g, '')}\r\n`
   for (const [name, value] of Object.entries(headers)) {
@@ -60,7 +65,13 @@ export function tunnel(
     timeout,
   })
   const fail = (status: 502 | 504, error: 'refused' | 'timeout', cause: string): void => {
-    if (!socket.destroyed) socket.end(rawHead(status, status === 504 ? 'Gateway Timeout' : 'Bad Gateway', { connection: 'close', 'content-length': 0 }))
+    if (!socket.destroyed)
+      socket.end(
+        rawHead(status, status === 504 ? 'Gateway Timeout' : 'Bad Gateway', {
+          connection: 'close',
+          'content-length': 0,
+        }),
+      )
     finish({ upstream: null, error, cause })
   }
   up.on('timeout', () => {
@@ -77,7 +88,14 @@ export function tunnel(
   // The origin refused the upgrade: its answer goes back as it is, and the tunnel is over.
   up.on('response', (res) => {
     socket.removeListener('close', onEarlyClose)
-    socket.write(rawHead(res.statusCode ?? 502, res.statusMessage ?? '', { ...extra, connection: 'close' }, responseHeaderList(res.rawHeaders).list))
+    socket.write(
+      rawHead(
+        res.statusCode ?? 502,
+        res.statusMessage ?? '',
+        { ...extra, connection: 'close' },
+        responseHeaderList(res.rawHeaders).list,
+      ),
+    )
     res.pipe(socket)
     res.on('end', () => finish({ upstream: res.statusCode ?? null }))
     res.on('error', () => finish({ upstream: res.statusCode ?? null }))
@@ -85,7 +103,14 @@ export function tunnel(
   up.on('upgrade', (res, upstream, upstreamHead) => {
     socket.removeListener('close', onEarlyClose)
     up.setTimeout(0)
-    socket.write(rawHead(101, 'Switching Protocols', { ...extra, connection: 'Upgrade', upgrade: res.headers.upgrade }, responseHeaderList(res.rawHeaders).list))
+    socket.write(
+      rawHead(
+        101,
+        'Switching Protocols',
+        { ...extra, connection: 'Upgrade', upgrade: res.headers.upgrade },
+        responseHeaderList(res.rawHeaders).list,
+      ),
+    )
     if (upstreamHead.length > 0) socket.write(upstreamHead)
     if (head.length > 0) upstream.write(head)
     let open = 2

@@ -24,8 +24,16 @@ export class AdaptiveBoard {
     this.#failures += r.failures
     this.#refused += r.refused
     for (const [i, c] of r.buckets) this.#buckets.set(i, (this.#buckets.get(i) ?? 0) + c)
-    if (!judgeNow(now - this.#judgedAt, this.#samples, this.#failures, r)) return { limit: this.#limit, state: this.#state }
-    const judge = { turn: ++this.#turn, samples: this.#samples, failures: this.#failures, refused: this.#refused, inside: this.#inside, buckets: [...this.#buckets] }
+    if (!judgeNow(now - this.#judgedAt, this.#samples, this.#failures, r))
+      return { limit: this.#limit, state: this.#state }
+    const judge = {
+      turn: ++this.#turn,
+      samples: this.#samples,
+      failures: this.#failures,
+      refused: this.#refused,
+      inside: this.#inside,
+      buckets: [...this.#buckets],
+    }
     this.#judgedAt = now
     this.#samples = this.#failures = this.#refused = 0
     this.#inside = null

@@ -3,7 +3,20 @@ import { received, optionsObject } from '../base/validate.js'
 import { MemorySemaphore, type Waiter } from './memory-semaphore.js'
 import type { Standing } from './memory-shares.js'
 import { AdaptiveBoard } from './adaptive-board.js'
-import { LEFT_KEEP_MS, type AcquireRequest, type AcquireResult, type AdaptAnswer, type AdaptCommit, type AdaptReport, type ControlRecord, type LeaseState, type RefreshResult, type Released, type Store, type StoreStatus } from './types.js'
+import {
+  LEFT_KEEP_MS,
+  type AcquireRequest,
+  type AcquireResult,
+  type AdaptAnswer,
+  type AdaptCommit,
+  type AdaptReport,
+  type ControlRecord,
+  type LeaseState,
+  type RefreshResult,
+  type Released,
+  type Store,
+  type StoreStatus,
+} from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, in ms. Defaults to `Date.now` (read at call time, so fake timers work). */
@@ -35,7 +48,9 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     optionsObject('memoryStore()', options, ['now'])
     if (options.now !== undefined && typeof options.now !== 'function') {
-      optionError(`now must be a function returning the time in ms, such as () => Date.now(), got ${received(options.now)}`)
+      optionError(
+        `now must be a function returning the time in ms, such as () => Date.now(), got ${received(options.now)}`,
+      )
     }
     this.now = options.now ?? (() => Date.now())
   }
@@ -94,7 +109,9 @@ export class MemoryStore implements Store {
 
     const mayAdmit = q?.admit !== false
     const admits = mayAdmit && q?.hold !== true
-    const cap = req.admissionRate ? Math.min(req.limit, s.used + this.rateRoom(name, now, req.admissionRate)) : req.limit
+    const cap = req.admissionRate
+      ? Math.min(req.limit, s.used + this.rateRoom(name, now, req.admissionRate))
+      : req.limit
     let mine = s.waiters.get(req.token)
     // A sign of life: the waiter keeps its place for idleTimeout (a new place had only confirmTimeout).
     if (mine && q) s.touchWaiter(mine, now, q.idleTimeout)
@@ -103,7 +120,8 @@ export class MemoryStore implements Store {
     // A token new to the semaphore counts against its client's share.
     const share = req.client !== undefined && !mine && mayAdmit ? req.client : undefined
     if (share !== undefined) {
-      const standing = (token: string): Standing => (s.holders.has(token) ? 'slot' : s.waiters.has(token) ? 'place' : 'none')
+      const standing = (token: string): Standing =>
+        s.holders.has(token) ? 'slot' : s.waiters.has(token) ? 'place' : 'none'
       s.shares.sweep(now, standing)
       if (!s.shares.allows(share, now, standing)) return { status: 'client-share', now }
     }
@@ -148,13 +166,23 @@ export class MemoryStore implements Store {
    * Settles the line and, when room is now reserved for the caller, admits it from the line.
    * Wakes the other waiters reserved now.
    */
-  private settleFor(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, mayAdmit: boolean, cap: number): AcquireResult | undefined {
+  private settleFor(
+    s: MemorySemaphore,
+    name: string,
+    req: AcquireRequest,
+    now: number,
+    mayAdmit: boolean,
+    cap: number,
+  ): AcquireResult | undefined {
     // A held line admits nobody new; room reserved before the hold may still be claimed.
     const fresh = req.queue?.hold ? [] : s.settle(now, cap)
     const waiter = s.waiters.get(req.token)
     if (mayAdmit && waiter !== undefined && s.reserved.has(req.token)) {
       s.removeWaiter(req.token)
-      this.wake(name, fresh.filter((id) => id !== req.token))
+      this.wake(
+        name,
+        fresh.filter((id) => id !== req.token),
+      )
       return this.admit(s, name, req, now, waiter.since)
     }
     this.wake(name, fresh)
@@ -165,7 +193,13 @@ export class MemoryStore implements Store {
    * `fromLine`: admitted from the line, the time its place was taken. Only those admissions are recorded for the ETA: they
    * measure how fast the line moves (direct admissions while nobody waits measure arrivals).
    */
-  private admit(s: MemorySemaphore, name: string, req: AcquireRequest, now: number, fromLine: number | false): AcquireResult {
+  private admit(
+    s: MemorySemaphore,
+    name: string,
+    req: AcquireRequest,
+    now: number,
+    fromLine: number | false,
+  ): AcquireResult {
     // Seeded from the clock like the Redis store's, so fences keep increasing across a restart.
     const fence = (this.fences.get(name) ?? Math.floor(now) * 1000) + 1
     this.fences.set(name, fence)
@@ -349,9 +383,10 @@ export class MemoryStore implements Store {
       fields['#v'] = String(Number(fields['#v'] ?? 0) + 1)
       this.controls.set(name, fields)
       const watchers = this.controlWatchers.get(name)
-      if (watchers) queueMicrotask(() => {
-        for (const w of watchers) w()
-      })
+      if (watchers)
+        queueMicrotask(() => {
+          for (const w of watchers) w()
+        })
     }
     const { '#v': version, ...rest } = fields
     return { fields: rest, version: Number(version ?? 0), now: this.now() }

@@ -51,7 +51,9 @@ export class RedisHistory implements HistoryStorage {
       const minutes: number[] = []
       for (let m = start; m <= Math.min(to, start + READ_CHUNK - 1); m++) minutes.push(m)
       const keys = minutes.map((m) => this.key(name, m))
-      const replies = (await this.#caller.call(() => this.#caller.eval({ ...HISTORY_READ, numKeys: keys.length }, keys))) as string[][]
+      const replies = (await this.#caller.call(() =>
+        this.#caller.eval({ ...HISTORY_READ, numKeys: keys.length }, keys),
+      )) as string[][]
       replies.forEach((flat, i) => {
         if (flat.length === 0) return
         const fields: Record<string, number> = {}

@@ -55,7 +55,8 @@ export class NodeRedisAdapter implements RedisClientLike {
   }
 
   get status(): string {
-    if (!this.#c.isOpen) return 'closed (node-redis: the store needs a client you connected with await client.connect())'
+    if (!this.#c.isOpen)
+      return 'closed (node-redis: the store needs a client you connected with await client.connect())'
     return this.ready ? 'ready' : 'reconnecting'
   }
 

@@ -23,7 +23,15 @@ export function acquireResult(reply: readonly number[], at = 0, ended = true): A
       result = { status: 'busy', now: r.now, nextExpiry: orNull(r.nextExpiry) }
       break
     case 'queued':
-      result = { status: 'queued', position: r.position, waiting: r.waiting, now: r.now, nextExpiry: orNull(r.nextExpiry), admitted: r.admitted, windowMs: r.windowMs }
+      result = {
+        status: 'queued',
+        position: r.position,
+        waiting: r.waiting,
+        now: r.now,
+        nextExpiry: orNull(r.nextExpiry),
+        admitted: r.admitted,
+        windowMs: r.windowMs,
+      }
       break
     case 'full':
       result = { status: 'full', waiting: r.waiting, now: r.now }

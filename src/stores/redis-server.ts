@@ -62,7 +62,13 @@ export class ServerWatch {
     this.#changes++
     if (failoverChannel.hasSubscribers) {
       const reason = previous.runId === next.runId ? 'promoted' : 'another server'
-      failoverChannel.publish({ store: 'redis', prefix: this.prefix, reason, previous: previous.runId, now: next.runId } satisfies FailoverEvent)
+      failoverChannel.publish({
+        store: 'redis',
+        prefix: this.prefix,
+        reason,
+        previous: previous.runId,
+        now: next.runId,
+      } satisfies FailoverEvent)
     }
   }
 }

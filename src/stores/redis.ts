@@ -2,7 +2,15 @@ import { AirlockError, optionError } from '../base/errors.js'
 import { timedStoreCall } from '../base/events.js'
 import { received, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
 import { acquireResult } from './redis-replies.js'
-import { BATCH_REPLY_WIDTH, decodeEnded, decodeReply, LEASE_CODES, packArgs, type ArgSpec, type ArgValues } from './lua/boundary.js'
+import {
+  BATCH_REPLY_WIDTH,
+  decodeEnded,
+  decodeReply,
+  LEASE_CODES,
+  packArgs,
+  type ArgSpec,
+  type ArgValues,
+} from './lua/boundary.js'
 import * as scripts from './lua/scripts.js'
 import { Leftovers, RedisCaller, type GiveUp } from './redis-calls.js'
 import type { RedisClient, RedisClientLike } from './redis-client.js'
@@ -11,7 +19,19 @@ import { batch, type Batch } from './redis-batch.js'
 import { RedisChannels } from './redis-pubsub.js'
 import { ServerWatch } from './redis-server.js'
 import { RedisHistory } from './redis-history.js'
-import type { AcquireRequest, AcquireResult, AdaptAnswer, AdaptCommit, AdaptReport, ControlRecord, LeaseState, RefreshResult, Released, Store, StoreStatus } from './types.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  AdaptAnswer,
+  AdaptCommit,
+  AdaptReport,
+  ControlRecord,
+  LeaseState,
+  RefreshResult,
+  Released,
+  Store,
+  StoreStatus,
+} from './types.js'
 
 export type { IoRedisClient, NodeRedisClient, RedisClient } from './redis-client.js'
 
@@ -107,9 +127,14 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     this.commandTimeout = duration('commandTimeout', options.commandTimeout ?? 1000)
     this.prefix = safeName('prefix', options.prefix ?? 'airlock')
     this.replicas = nonNegativeInteger('replicas', options.replicas ?? 0)
-    this.replicaTimeout = duration('replicaTimeout', options.replicaTimeout ?? Math.max(1, Math.floor(this.commandTimeout / 2)))
+    this.replicaTimeout = duration(
+      'replicaTimeout',
+      options.replicaTimeout ?? Math.max(1, Math.floor(this.commandTimeout / 2)),
+    )
     if (this.replicas > 0 && this.#redis.isCluster) {
-      optionError('replicas is not supported on a Cluster client (WAIT cannot be sent to the shard of a key); leave it at 0')
+      optionError(
+        'replicas is not supported on a Cluster client (WAIT cannot be sent to the shard of a key); leave it at 0',
+      )
     }
     if (this.replicas > 0 && this.replicaTimeout >= this.commandTimeout) {
       optionError(`replicaTimeout must be below commandTimeout (${this.commandTimeout} ms), got ${this.replicaTimeout}`)
@@ -174,7 +199,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     // Sent before a different server was found answering, and answered by it (a command queued
     // while the connection was down): the new server may lack slots it does not know of. Given
     // back; so is one the replicas did not acknowledge (with `replicas`).
-    if (result.status === 'acquired' && (this.#server.changes !== changes || (this.replicas > 0 && !(await this.#acknowledged())))) {
+    if (
+      result.status === 'acquired' &&
+      (this.#server.changes !== changes || (this.replicas > 0 && !(await this.#acknowledged())))
+    ) {
       void this.release(name, req.token).catch(() => {})
       return { status: 'busy', now: result.now, nextExpiry: null }
     }
@@ -185,7 +213,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   async #acknowledged(): Promise<boolean> {
     this.#replicaWait ??= Promise.resolve().then(() => {
       this.#replicaWait = undefined
-      return this.caller.deadlines.race(this.#redis.command(undefined, ['WAIT', this.replicas, this.replicaTimeout]) as Promise<number>, Date.now() + this.commandTimeout)
+      return this.caller.deadlines.race(
+        this.#redis.command(undefined, ['WAIT', this.replicas, this.replicaTimeout]) as Promise<number>,
+        Date.now() + this.commandTimeout,
+      )
     })
     return (await this.#replicaWait.catch(() => 0)) >= this.replicas
   }
@@ -240,7 +271,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     const giveUp: GiveUp | undefined =
       fresh.length === 0
         ? undefined
-        : { tokens: fresh, taken: (r) => reqs.flatMap((q, i) => (q.fresh && tookSomething(r, i * width) ? [q.token] : [])) }
+        : {
+            tokens: fresh,
+            taken: (r) => reqs.flatMap((q, i) => (q.fresh && tookSomething(r, i * width) ? [q.token] : [])),
+          }
     const reply = (await this.run(scripts.ACQUIRE_MANY, name, { count: reqs.length }, items, giveUp)) as number[]
     // What the call dropped is told once, with the first answer.
     const ended = decodeEnded(reply, reqs.length * width)
@@ -299,7 +333,14 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     for (let i = 8 + Number(r[7]); i + 2 < r.length; i += 3) {
       instances.push({ id: String(r[i]), expiresAt: Number(r[i + 1]), data: String(r[i + 2]) })
     }
-    const status: StoreStatus = { held: Number(r[0]), waiting: Number(r[1]), admitted: Number(r[2]), windowMs: Number(r[3]), now: Number(r[4]), instances }
+    const status: StoreStatus = {
+      held: Number(r[0]),
+      waiting: Number(r[1]),
+      admitted: Number(r[2]),
+      windowMs: Number(r[3]),
+      now: Number(r[4]),
+      instances,
+    }
     const ended = decodeEnded(r, 5)!
     return ended.expired > 0 || ended.lapsed > 0 ? { ...status, ended } : status
   }
@@ -316,7 +357,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
 
   async control(name: string, patch?: Readonly<Record<string, string | null>>): Promise<ControlRecord> {
     const pairs = patch === undefined ? [] : Object.entries(patch).flatMap(([field, value]) => [field, value ?? ''])
-    const reply = (await this.run(scripts.CONTROL, name, { channel: this.controlChannel(name) }, pairs)) as (string | number)[]
+    const reply = (await this.run(scripts.CONTROL, name, { channel: this.controlChannel(name) }, pairs)) as (
+      | string
+      | number
+    )[]
     const fields: Record<string, string> = {}
     let version = 0
     for (let i = 1; i + 1 < reply.length; i += 2) {
@@ -332,7 +376,14 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (reply.length > 2) {
       const buckets: [number, number][] = []
       for (let i = 7; i + 1 < reply.length; i += 2) buckets.push([Number(reply[i]), Number(reply[i + 1])])
-      answer.judge = { turn: Number(reply[2]), samples: Number(reply[3]), failures: Number(reply[4]), refused: Number(reply[5]), inside: Number(reply[6]), buckets }
+      answer.judge = {
+        turn: Number(reply[2]),
+        samples: Number(reply[3]),
+        failures: Number(reply[4]),
+        refused: Number(reply[5]),
+        inside: Number(reply[6]),
+        buckets,
+      }
     }
     return answer
   }

@@ -83,7 +83,10 @@ function digest(text: string): string {
 /** Resource storage in this process's memory, beside a memory store's locks. */
 export class MemoryResources implements ResourceStorage {
   readonly kind = 'memory'
-  private readonly resources = new Map<string, { definition: ResourceDefinition; data: Map<string, { json: string; fence: number }> }>()
+  private readonly resources = new Map<
+    string,
+    { definition: ResourceDefinition; data: Map<string, { json: string; fence: number }> }
+  >()
 
   constructor(private readonly store: MemoryStore) {}
 
@@ -156,7 +159,10 @@ return 1`
 
 const WRITE_SCRIPT = luaScript(WRITE, 4)
 /** KEYS def, data (one slot): deletes both in one atomic step; 1 when the definition existed. */
-const DELETE_SCRIPT = luaScript(`local existed = redis.call('EXISTS', KEYS[1])\nredis.call('DEL', KEYS[1], KEYS[2])\nreturn existed`, 2)
+const DELETE_SCRIPT = luaScript(
+  `local existed = redis.call('EXISTS', KEYS[1])\nredis.call('DEL', KEYS[1], KEYS[2])\nreturn existed`,
+  2,
+)
 const WRITE_OUTCOMES: Record<number, WriteOutcome> = { 1: 'written', 0: 'not-found', [-1]: 'not-holder', [-2]: 'stale' }
 
 /**
@@ -194,7 +200,11 @@ export class RedisResources implements ResourceStorage {
   async define(name: string, definition: ResourceDefinition): Promise<boolean> {
     const [def] = this.keys(name)
     // HSET answers how many fields were new: 2 when the definition did not exist.
-    return (await this.caller.call(() => this.#redis.command(def, ['HSET', def, 'name', name, 'timeout', String(definition.timeout)]))) === 2
+    return (
+      (await this.caller.call(() =>
+        this.#redis.command(def, ['HSET', def, 'name', name, 'timeout', String(definition.timeout)]),
+      )) === 2
+    )
   }
 
   async get(name: string): Promise<ResourceDefinition | null> {
@@ -217,7 +227,9 @@ export class RedisResources implements ResourceStorage {
   async write(name: string, selector: string, json: string, lock: WriteLock): Promise<WriteOutcome> {
     const [def, data] = this.keys(name)
     const [holders, meta] = lockKeys(this.prefix, lock.semaphore)
-    const reply = await this.caller.call(() => this.caller.eval(WRITE_SCRIPT, [def, data, holders, meta, selector, lock.ticket, json]))
+    const reply = await this.caller.call(() =>
+      this.caller.eval(WRITE_SCRIPT, [def, data, holders, meta, selector, lock.ticket, json]),
+    )
     return WRITE_OUTCOMES[reply as number] ?? 'not-holder'
   }
 }

@@ -156,7 +156,12 @@ export interface AdaptReport {
 }
 
 /** When the fleet's pending window is judged (see {@link AdaptReport.every}); the Redis script does the same. */
-export function judgeNow(age: number, samples: number, failures: number, r: Pick<AdaptReport, 'every' | 'minSamples'>): boolean {
+export function judgeNow(
+  age: number,
+  samples: number,
+  failures: number,
+  r: Pick<AdaptReport, 'every' | 'minSamples'>,
+): boolean {
   return age >= 4 * r.every || (age >= r.every && (samples >= r.minSamples || failures > 0))
 }
 
@@ -170,7 +175,14 @@ export interface AdaptAnswer {
    * Set when the caller is to judge: the fleet's window since the last judging. `inside`: the most
    * live slots of `name` the store counted at the window's reports (`null` when it cannot tell).
    */
-  judge?: { turn: number; samples: number; failures: number; refused: number; inside: number | null; buckets: [number, number][] }
+  judge?: {
+    turn: number
+    samples: number
+    failures: number
+    refused: number
+    inside: number | null
+    buckets: [number, number][]
+  }
 }
 
 /** What {@link Store.adaptCommit} takes. */
@@ -243,7 +255,9 @@ export interface QueueSettings {
 export type Released = false | { heldMs: number | null }
 
 /** How a caller waits in line (only for {@link Store.acquire} with `queue`). */
-export interface QueueRequest extends Omit<QueueSettings, 'confirmTimeout'>, Partial<Pick<QueueSettings, 'confirmTimeout'>> {
+export interface QueueRequest
+  extends Omit<QueueSettings, 'confirmTimeout'>,
+    Partial<Pick<QueueSettings, 'confirmTimeout'>> {
   /** `false`: only a sign of life and a position; never admit, never join (a poll). Default true. */
   admit?: boolean
   /**

@@ -81,7 +81,7 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     expect(await store.state(name)).toEqual({ held: 3, waiting: 0 })
   })
 
-  it('keeps one adaptive figure per name: every instance\'s window adds up, one judge per interval moves it, within bounds', async () => {
+  it("keeps one adaptive figure per name: every instance's window adds up, one judge per interval moves it, within bounds", async () => {
     const { name, store } = ctx.fresh()
     if (typeof store.adapt !== 'function') return // optional: this store keeps no fleet figure
     expect(typeof store.adaptCommit).toBe('function') // the two come together
@@ -95,16 +95,30 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     expect(first).toMatchObject({ limit: 20, state: null, judge: { samples: 3, failures: 0, refused: 0 } })
     expect(sorted(first.judge?.buckets)).toEqual([[10, 3]])
     // Within the interval windows add up, and nobody judges.
-    expect(await report(5, [[10, 2], [12, 3]], { failures: 1 })).toEqual({ limit: 20, state: null })
+    expect(
+      await report(
+        5,
+        [
+          [10, 2],
+          [12, 3],
+        ],
+        { failures: 1 },
+      ),
+    ).toEqual({ limit: 20, state: null })
     expect(await report(4, [[12, 4]], { refused: 7 })).toEqual({ limit: 20, state: null })
-    expect(await store.adaptCommit!(name, { turn: first.judge!.turn, limit: 30, state: 'S1', min: 4, max: 50 })).toBe(true)
+    expect(await store.adaptCommit!(name, { turn: first.judge!.turn, limit: 30, state: 'S1', min: 4, max: 50 })).toBe(
+      true,
+    )
     expect(await report(0, [])).toEqual({ limit: 30, state: 'S1' })
     // After the interval the next caller judges the fleet's window since the last judging.
     await sleep(600)
     const second = await report(1, [[10, 1]])
     expect(second).toMatchObject({ limit: 30, state: 'S1', judge: { samples: 10, failures: 1, refused: 7 } })
     expect(second.judge!.turn).toBeGreaterThan(first.judge!.turn)
-    expect(sorted(second.judge!.buckets)).toEqual([[10, 3], [12, 7]])
+    expect(sorted(second.judge!.buckets)).toEqual([
+      [10, 3],
+      [12, 7],
+    ])
     // A window with too few samples waits (up to four intervals) for more: a percentile of none says nothing.
     await sleep(600)
     expect(await report(0, [])).toEqual({ limit: 30, state: 'S1' })
@@ -112,14 +126,18 @@ export function controlCases(api: TestApi, ctx: ContractContext): void {
     const third = await report(0, [])
     expect(third.judge).toMatchObject({ samples: 0, failures: 0, refused: 0, buckets: [] })
     // A judge that comes after another has nothing left to commit.
-    expect(await store.adaptCommit!(name, { turn: second.judge!.turn, limit: 5, state: 'S2', min: 4, max: 50 })).toBe(false)
+    expect(await store.adaptCommit!(name, { turn: second.judge!.turn, limit: 5, state: 'S2', min: 4, max: 50 })).toBe(
+      false,
+    )
     expect((await report(0, [])).limit).toBe(30)
     // Commits are held within the bounds.
-    expect(await store.adaptCommit!(name, { turn: third.judge!.turn, limit: 1_000, state: 'S3', min: 4, max: 50 })).toBe(true)
+    expect(
+      await store.adaptCommit!(name, { turn: third.judge!.turn, limit: 1_000, state: 'S3', min: 4, max: 50 }),
+    ).toBe(true)
     expect(await report(0, [])).toEqual({ limit: 50, state: 'S3' })
   })
 
-  it('tells the judge what was inside: the most live slots counted at the window\'s reports', async () => {
+  it("tells the judge what was inside: the most live slots counted at the window's reports", async () => {
     const { name, store } = ctx.fresh()
     if (typeof store.adapt !== 'function') return // optional: this store keeps no fleet figure
     const bounds = { min: 1, max: 50, initial: 20, every: 150, minSamples: 1 }

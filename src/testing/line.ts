@@ -7,7 +7,11 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   it('queues in arrival order and shows exact positions', async () => {
     const { name, store } = ctx.fresh()
     await store.acquire(name, ctx.req({ limit: 1 }))
-    const waiters = [ctx.req({ limit: 1, queue: LINE }), ctx.req({ limit: 1, queue: LINE }), ctx.req({ limit: 1, queue: LINE })]
+    const waiters = [
+      ctx.req({ limit: 1, queue: LINE }),
+      ctx.req({ limit: 1, queue: LINE }),
+      ctx.req({ limit: 1, queue: LINE }),
+    ]
     for (const [i, w] of waiters.entries()) {
       expect(await store.acquire(name, w)).toMatchObject({ status: 'queued', position: i + 1, waiting: i + 1 })
     }
@@ -76,9 +80,15 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
     const w = ctx.req({ limit: 1, queue: confirming })
     expect((await store.acquire(name, w)).status).toBe('queued')
     // A poll is a sign of life (and never admits): from now on idleTimeout applies.
-    expect(await store.acquire(name, { ...w, queue: { ...confirming, admit: false } })).toMatchObject({ status: 'queued', position: 1 })
+    expect(await store.acquire(name, { ...w, queue: { ...confirming, admit: false } })).toMatchObject({
+      status: 'queued',
+      position: 1,
+    })
     await sleep(400)
-    expect(await store.acquire(name, { ...w, queue: { ...confirming, admit: false } })).toMatchObject({ status: 'queued', position: 1 })
+    expect(await store.acquire(name, { ...w, queue: { ...confirming, admit: false } })).toMatchObject({
+      status: 'queued',
+      position: 1,
+    })
     await store.release(name, holder.token)
     expect((await store.acquire(name, w)).status).toBe('acquired')
     expect(await store.state(name)).toEqual({ held: 1, waiting: 0 })
@@ -175,7 +185,10 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
     await store.acquire(name, ctx.req({ limit: 1, queue: capped }))
     const second = ctx.req({ limit: 1, queue: capped })
     await store.acquire(name, second)
-    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({ status: 'full', waiting: 2 })
+    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({
+      status: 'full',
+      waiting: 2,
+    })
     // A waiter already in line keeps its place.
     expect(await store.acquire(name, second)).toMatchObject({ status: 'queued', position: 2 })
   })
@@ -190,9 +203,20 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
     expect((await Promise.all(ghosts)).every((r) => r.status === 'queued')).toBe(true)
     await sleep(600)
     const capped: QueueRequest = { ...LINE, maxLength: 2 }
-    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
-    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({ status: 'queued', position: 2, waiting: 2 })
-    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({ status: 'full', waiting: 2 })
+    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({
+      status: 'queued',
+      position: 1,
+      waiting: 1,
+    })
+    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({
+      status: 'queued',
+      position: 2,
+      waiting: 2,
+    })
+    expect(await store.acquire(name, ctx.req({ limit: 1, queue: capped }))).toMatchObject({
+      status: 'full',
+      waiting: 2,
+    })
     expect(await store.state(name)).toEqual({ held: 1, waiting: 2 })
   })
 

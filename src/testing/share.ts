@@ -8,7 +8,13 @@ import { LINE, sleep } from './util.js'
 
 export function shareCases(api: TestApi, ctx: ContractContext): void {
   const { it, expect } = api
-  const share = (over: Partial<ClientShare> = {}): ClientShare => ({ key: `client-${ctx.token()}`, places: 2, slots: 2, perMinute: 0, ...over })
+  const share = (over: Partial<ClientShare> = {}): ClientShare => ({
+    key: `client-${ctx.token()}`,
+    places: 2,
+    slots: 2,
+    perMinute: 0,
+    ...over,
+  })
 
   it('a client gets at most its places; another client is not touched; a refresh or a release gives one back', async () => {
     const { name, store } = ctx.fresh()
@@ -32,10 +38,14 @@ export function shareCases(api: TestApi, ctx: ContractContext): void {
   it('decided together (one batch on Redis), a client still gets no more than its share', async () => {
     const { name, store } = ctx.fresh()
     const client = share()
-    const answers = await Promise.all(Array.from({ length: 6 }, () => store.acquire(name, ctx.req({ limit: 10, client }))))
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => store.acquire(name, ctx.req({ limit: 10, client }))),
+    )
     expect(answers.filter((a) => a.status === 'acquired')).toHaveLength(2)
     expect(answers.filter((a) => a.status === 'client-share')).toHaveLength(4)
-    const others = await Promise.all(Array.from({ length: 3 }, () => store.acquire(name, ctx.req({ limit: 10, client: share() }))))
+    const others = await Promise.all(
+      Array.from({ length: 3 }, () => store.acquire(name, ctx.req({ limit: 10, client: share() }))),
+    )
     expect(others.map((a) => a.status)).toEqual(['acquired', 'acquired', 'acquired'])
     expect(await store.state(name)).toEqual({ held: 5, waiting: 0 })
   })
@@ -60,10 +70,19 @@ export function shareCases(api: TestApi, ctx: ContractContext): void {
     expect(await store.acquire(name, b)).toMatchObject({ status: 'queued', position: 2 })
     expect((await store.acquire(name, ctx.req({ limit: 1, client, queue: LINE }))).status).toBe('client-share')
     expect(await store.acquire(name, a)).toMatchObject({ status: 'queued', position: 1 })
-    expect(await store.acquire(name, { ...b, queue: { ...LINE, admit: false } })).toMatchObject({ status: 'queued', position: 2 })
-    expect(await store.acquire(name, ctx.req({ limit: 1, client: share(), queue: LINE }))).toMatchObject({ status: 'queued', position: 3 })
+    expect(await store.acquire(name, { ...b, queue: { ...LINE, admit: false } })).toMatchObject({
+      status: 'queued',
+      position: 2,
+    })
+    expect(await store.acquire(name, ctx.req({ limit: 1, client: share(), queue: LINE }))).toMatchObject({
+      status: 'queued',
+      position: 3,
+    })
     expect(await store.leave(name, a.token)).toBe(true)
-    expect(await store.acquire(name, ctx.req({ limit: 1, client, queue: LINE }))).toMatchObject({ status: 'queued', position: 3 })
+    expect(await store.acquire(name, ctx.req({ limit: 1, client, queue: LINE }))).toMatchObject({
+      status: 'queued',
+      position: 3,
+    })
   })
 
   it('a waiter admitted from the line counts as an unconfirmed slot until refreshed', async () => {

@@ -34,7 +34,14 @@ describe('withinBudget', () => {
     let late: string | undefined
     // Late by far: on a busy box a timer can fire 100 ms late, and a promise settled by then is not late.
     const slow = new Promise<string>((resolve) => setTimeout(() => resolve('slow'), 600))
-    await expect(withinBudget(slow, 20, () => new Error('over budget'), (v) => (late = v))).rejects.toThrow('over budget')
+    await expect(
+      withinBudget(
+        slow,
+        20,
+        () => new Error('over budget'),
+        (v) => (late = v),
+      ),
+    ).rejects.toThrow('over budget')
     await slow
     expect(late).toBe('slow')
     expect(await withinBudget(Promise.resolve('fast'), 20, () => new Error('over budget'))).toBe('fast')

@@ -13,7 +13,12 @@ describe('cookies', () => {
     expect(firstCookie('airlock_pass=', 'airlock_pass')).toBe('')
     expect(cookieValues('airlock_pass=1; airlock_pass=2;airlock_pass=3', 'airlock_pass')).toEqual(['1', '2', '3'])
     expect(cookieValues(['a=1', 'airlock_pass=2'], 'airlock_pass')).toEqual(['2'])
-    expect(cookieValues(Array.from({ length: 20 }, (_, i) => `p=${i}`).join('; '), 'p', 4)).toEqual(['0', '1', '2', '3'])
+    expect(cookieValues(Array.from({ length: 20 }, (_, i) => `p=${i}`).join('; '), 'p', 4)).toEqual([
+      '0',
+      '1',
+      '2',
+      '3',
+    ])
     // Each value once: repeating a value costs nothing more.
     expect(cookieValues(`${'p=1; '.repeat(20)}p=2`, 'p')).toEqual(['1', '2'])
   })
@@ -46,7 +51,10 @@ describe('content negotiation', () => {
     ['image/png', false],
     ['text/plain', false],
     // Every browser's navigation header (Chrome/Edge, Firefox, Safari, old Firefox).
-    ['text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7', false],
+    [
+      'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7',
+      false,
+    ],
     ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', false],
     ['text/html,application/xhtml+xml,application/xml;q=0.9,image/webp,*/*;q=0.8', false],
     ['text/html', false],

@@ -3,7 +3,14 @@ import { canonicalTag, MAX_LANGUAGE_HEADER, negotiateLanguage, rightToLeft } fro
 
 const CATALOGUE = new Set(['en', 'de', 'fr', 'pt', 'pt-br', 'zh', 'ar'])
 const pick = (header: string | string[] | undefined): string =>
-  negotiateLanguage(header, (tag) => (CATALOGUE.has(tag) ? tag : undefined), { tag: 'en', value: 'en' }, ['en', 'de', 'fr', 'pt', 'zh', 'ar'])
+  negotiateLanguage(header, (tag) => (CATALOGUE.has(tag) ? tag : undefined), { tag: 'en', value: 'en' }, [
+    'en',
+    'de',
+    'fr',
+    'pt',
+    'zh',
+    'ar',
+  ])
 
 describe('Accept-Language negotiation', () => {
   it('no header, an empty one, or nothing known: the fallback', () => {

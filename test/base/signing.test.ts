@@ -38,7 +38,20 @@ describe('signer', () => {
   it('rejects oversized, mis-encoded and non-string values without throwing', () => {
     const s = createSigner({ secrets: A, context: 'test', maxLength: 100 })
     const v = s.sign(['x'])
-    for (const bad of [undefined, null, 42, {}, '', '~', 'x~', `${v} `, `${v}\n`, v.replace('~', '%7E'), 'ü'.repeat(10), 'x'.repeat(101)]) {
+    for (const bad of [
+      undefined,
+      null,
+      42,
+      {},
+      '',
+      '~',
+      'x~',
+      `${v} `,
+      `${v}\n`,
+      v.replace('~', '%7E'),
+      'ü'.repeat(10),
+      'x'.repeat(101),
+    ]) {
       expect(s.verify(bad)).toBeNull()
     }
     // Every base64url spelling of the same MAC bytes but the canonical one is refused.
@@ -51,7 +64,9 @@ describe('signer', () => {
     const s = createSigner({ secrets: A, context: 'test' })
     expect(() => s.sign(['a~b'])).toThrow(/signed field/)
     expect(() => s.sign(['a b'])).toThrow(/signed field/)
-    expect(() => createSigner({ secrets: 'short', context: 'test' })).toThrow(/^secrets must be at least 32 bytes, got 5/)
+    expect(() => createSigner({ secrets: 'short', context: 'test' })).toThrow(
+      /^secrets must be at least 32 bytes, got 5/,
+    )
     try {
       secretList('secret', [A, 'x'.repeat(31)])
       expect.unreachable()

@@ -12,12 +12,15 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 const run = promisify(execFile)
 
 async function stderrOf(code: string): Promise<string> {
-  const { stderr } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, timeout: 30_000 })
+  const { stderr } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: root,
+    timeout: 30_000,
+  })
   return stderr
 }
 
 describe('warnings on stderr, whatever the logger', () => {
-  it("Fastify() without a logger and no secret: the warning appears once, with its code and its docs link", async () => {
+  it('Fastify() without a logger and no secret: the warning appears once, with its code and its docs link', async () => {
     const stderr = await stderrOf(`
       import Fastify from 'fastify'
       import { airlockShield } from './src/fastify.ts'
@@ -30,7 +33,9 @@ describe('warnings on stderr, whatever the logger', () => {
     `)
     const lines = stderr.split('\n').filter((l) => l.includes('AIRLOCK_NO_SECRET'))
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/\[AIRLOCK_NO_SECRET\] AirlockWarning: airlock-shield: no secret given, .* \(docs\/errors\.md#airlock_no_secret\)/)
+    expect(lines[0]).toMatch(
+      /\[AIRLOCK_NO_SECRET\] AirlockWarning: airlock-shield: no secret given, .* \(docs\/errors\.md#airlock_no_secret\)/,
+    )
   })
 
   it('a store that cannot be reached: the warning appears once, however many requests fail', async () => {

@@ -9,7 +9,11 @@ export const results = mkdtempSync(join(tmpdir(), 'airlock-bench-smoke-'))
 afterAll(() => rmSync(results, { recursive: true, force: true }))
 
 /** Runs `bench/<file>` to completion (killed after `limitMs`); resolves with its exit code and output. */
-export function runBench(file: string, env: Record<string, string>, limitMs = 80_000): Promise<{ code: number | null; out: string }> {
+export function runBench(
+  file: string,
+  env: Record<string, string>,
+  limitMs = 80_000,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join('bench', file)], {
       env: { ...process.env, ...env, BENCH_RESULTS: results },
@@ -28,5 +32,5 @@ export function runBench(file: string, env: Record<string, string>, limitMs = 80
 
 export const json = (name: string) => JSON.parse(readFileSync(join(results, `${name}.json`), 'utf8'))
 /** The Markdown row of `name` in the output (`| name | ...`). */
-export const row = (out: string, name: string): string | undefined => out.split('\n').find((l) => l.startsWith(`| ${name} |`))
-
+export const row = (out: string, name: string): string | undefined =>
+  out.split('\n').find((l) => l.startsWith(`| ${name} |`))

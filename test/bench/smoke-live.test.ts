@@ -10,7 +10,13 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
   it('steer: the operator lowers and clears the limit mid-hug; in flight follows', { timeout: 90_000 }, async () => {
     // Read from 2.5 s into each 4 s phase: on a loaded CI box (this file runs beside the others) the
     // change reaches both instances later than on a quiet one (the bench itself reads from 1 s).
-    const { code, out } = await runBench('steer.ts', { PHASE: '4', SETTLE_MS: '2500', CONNECTIONS: '20', LIMIT: '12', LOW: '4' })
+    const { code, out } = await runBench('steer.ts', {
+      PHASE: '4',
+      SETTLE_MS: '2500',
+      CONNECTIONS: '20',
+      LIMIT: '12',
+      LOW: '4',
+    })
     expect(code, out).toBe(0)
     for (const name of ['limit 12', 'lowered to 4', 'cleared (12)']) expect(row(out, name), name).toBeDefined()
     const r = json('steer')
@@ -20,10 +26,25 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
     expect(r.phases[1].followMs).not.toBeNull()
   })
 
-  it('adaptive: a static row, the adaptive row and the live-limit row run and report every phase', { timeout: 90_000 }, async () => {
-    const { code, out } = await runBench('adaptive.ts', { PHASE_S: '3', HOLD_S: '3', CONNECTIONS: '30', BACKENDS: '^hard cliff$', ROWS: 'static, lowest C|^adaptive$|live limit', BENCH_CHART: '0' })
+  it('adaptive: a static row, the adaptive row and the live-limit row run and report every phase', {
+    timeout: 90_000,
+  }, async () => {
+    const { code, out } = await runBench('adaptive.ts', {
+      PHASE_S: '3',
+      HOLD_S: '3',
+      CONNECTIONS: '30',
+      BACKENDS: '^hard cliff$',
+      ROWS: 'static, lowest C|^adaptive$|live limit',
+      BENCH_CHART: '0',
+    })
     expect(code, out).toBe(0)
-    for (const name of ['goodput / ideal, C=30', 'failed runs, C=10', 'good p99 ms, C=40', 'bars met', 'adaptive figure when cleared']) {
+    for (const name of [
+      'goodput / ideal, C=30',
+      'failed runs, C=10',
+      'good p99 ms, C=40',
+      'bars met',
+      'adaptive figure when cleared',
+    ]) {
       expect(row(out, name), name).toBeDefined()
     }
     const r = json('adaptive')
@@ -39,24 +60,47 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
     expect(r.override.adaptiveAtClear).not.toBeNull()
   })
 
-  it('stall: a Redis pause during a crowd, each policy reports its handler runs and failures', { timeout: 90_000 }, async () => {
-    const { code, out } = await runBench('stall.ts', { CONNECTIONS: '40', IMPATIENT: '5', PAUSES: '300', MODES: 'request,session', POLICIES: 'local,closed' })
+  it('stall: a Redis pause during a crowd, each policy reports its handler runs and failures', {
+    timeout: 90_000,
+  }, async () => {
+    const { code, out } = await runBench('stall.ts', {
+      CONNECTIONS: '40',
+      IMPATIENT: '5',
+      PAUSES: '300',
+      MODES: 'request,session',
+      POLICIES: 'local,closed',
+    })
     expect(code, out).toBe(0)
     const r = json('stall')
-    expect(r.rows.map((x: { mode: string; policy: string }) => `${x.mode} ${x.policy}`)).toEqual(['request local', 'request closed', 'session local', 'session closed'])
+    expect(r.rows.map((x: { mode: string; policy: string }) => `${x.mode} ${x.policy}`)).toEqual([
+      'request local',
+      'request closed',
+      'session local',
+      'session closed',
+    ])
     for (const x of r.rows) expect(x.runs, `${x.mode} ${x.policy}`).toBeGreaterThan(0)
   })
 
-  it('proxy: origin, nginx, our proxy three ways, every core each, and the hug through it with no origin failure', { timeout: 120_000 }, async () => {
+  it('proxy: origin, nginx, our proxy three ways, every core each, and the hug through it with no origin failure', {
+    timeout: 120_000,
+  }, async () => {
     const { code, out } = await runBench('proxy.ts', { SECONDS: '1', CONNECTIONS: '10', HUG_CONNECTIONS: '100' })
     expect(code, out).toBe(0)
-    for (const name of ['origin direct', 'nginx proxy_pass (1 worker)', 'airlock proxy, no gate', 'airlock proxy, pass holders', 'airlock proxy, request mode, redis']) {
+    for (const name of [
+      'origin direct',
+      'nginx proxy_pass (1 worker)',
+      'airlock proxy, no gate',
+      'airlock proxy, pass holders',
+      'airlock proxy, request mode, redis',
+    ]) {
       expect(row(out, name), name).toBeDefined()
     }
     // Every core each (the count is the machine's).
-    for (const start of ['| nginx proxy_pass (auto: ', '| airlock proxy --workers auto (']) expect(out.split('\n').filter((l) => l.startsWith(start)).length, start).toBeGreaterThan(0)
+    for (const start of ['| nginx proxy_pass (auto: ', '| airlock proxy --workers auto ('])
+      expect(out.split('\n').filter((l) => l.startsWith(start)).length, start).toBeGreaterThan(0)
     const r = json('proxy')
-    for (const x of r.rows.filter((y: { rps: number | null }) => y.rps !== null)) expect(x.rps, x.name).toBeGreaterThan(0)
+    for (const x of r.rows.filter((y: { rps: number | null }) => y.rps !== null))
+      expect(x.rps, x.name).toBeGreaterThan(0)
     expect(r.hug.reachedOrigin).toBeGreaterThan(0)
     expect(r.hug.originFailures).toBe(0)
   })

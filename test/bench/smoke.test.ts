@@ -10,9 +10,15 @@ import { json, row, runBench } from './run.js'
 requireRedis()
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
-  it("overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers and each framework's empty middleware", { timeout: 240_000 }, async () => {
+  it("overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers and each framework's empty middleware", {
+    timeout: 240_000,
+  }, async () => {
     // 24 servers one after the other, each started, warmed and measured: about a minute alone, more beside the other files.
-    const { code, out } = await runBench('overhead.ts', { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' }, 230_000)
+    const { code, out } = await runBench(
+      'overhead.ts',
+      { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' },
+      230_000,
+    )
     expect(code, out).toBe(0)
     const names = [
       'fastify bare',
@@ -50,7 +56,9 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
     expect(r.machine.redis).toMatch(/^\d+\.\d+/)
   })
 
-  it('semaphore: ours and redis-semaphore, 1 and 50 callers; ours with a replica, replicas 0 and 1', { timeout: 90_000 }, async () => {
+  it('semaphore: ours and redis-semaphore, 1 and 50 callers; ours with a replica, replicas 0 and 1', {
+    timeout: 90_000,
+  }, async () => {
     const { code, out } = await runBench('semaphore.ts', { ROUNDS: '1', SECONDS: '0.25', WARMUP: '0' })
     expect(code, out).toBe(0)
     for (const lib of ['airlock-shield', 'redis-semaphore']) {
@@ -59,23 +67,39 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       }
     }
     for (const callers of ['1 caller', '50 callers']) {
-      for (const replicas of [0, 1]) expect(row(out, `airlock-shield ${callers}, with a replica, replicas: ${replicas}`)).toBeDefined()
+      for (const replicas of [0, 1])
+        expect(row(out, `airlock-shield ${callers}, with a replica, replicas: ${replicas}`)).toBeDefined()
     }
     expect(json('semaphore').rows).toHaveLength(12)
   })
 
-  it("share: a new visitor's decision without a share, with one, and over it, on memory and Redis", { timeout: 90_000 }, async () => {
+  it("share: a new visitor's decision without a share, with one, and over it, on memory and Redis", {
+    timeout: 90_000,
+  }, async () => {
     const { code, out } = await runBench('share.ts', { ROUNDS: '1', SECONDS: '0.25', CALLERS: '4' })
     expect(code, out).toBe(0)
     for (const store of ['memory', 'redis']) {
-      for (const kind of ['no share', 'a share per visitor', 'over its share']) expect(out).toMatch(new RegExp(`\\| ${store} +\\| ${kind} +\\| \\d+`))
+      for (const kind of ['no share', 'a share per visitor', 'over its share'])
+        expect(out).toMatch(new RegExp(`\\| ${store} +\\| ${kind} +\\| \\d+`))
     }
   })
 
   it('waiting room: poll latency and ETA', { timeout: 90_000 }, async () => {
-    const { code, out } = await runBench('waiting-room.ts', { BIG: '500', SMALL: '50', POLL_ROUNDS: '50', WARMUP_MS: '300', MEASURE_MS: '700' })
+    const { code, out } = await runBench('waiting-room.ts', {
+      BIG: '500',
+      SMALL: '50',
+      POLL_ROUNDS: '50',
+      WARMUP_MS: '300',
+      MEASURE_MS: '700',
+    })
     expect(code, out).toBe(0)
-    for (const name of ['PING (baseline)', 'getPosition', 'enter (already in line)', 'visitors measured', 'ETA error, mean absolute']) {
+    for (const name of [
+      'PING (baseline)',
+      'getPosition',
+      'enter (already in line)',
+      'visitors measured',
+      'ETA error, mean absolute',
+    ]) {
       expect(row(out, name), name).toBeDefined()
     }
     const r = json('waiting-room')
@@ -86,10 +110,22 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
   it('hug: every scenario; the shield in request mode never lets the backend fail', { timeout: 90_000 }, async () => {
     const { code, out } = await runBench('hug.ts', { VISITORS: '150', SECONDS: '1', RAMP: '0.2', UNLOADED_PAGES: '3' })
     expect(code, out).toBe(0)
-    const labels = ['A: no shield', 'B: request mode, memory', 'B: request mode, redis', 'B: session mode, redis', 'C: waiting room, redis']
+    const labels = [
+      'A: no shield',
+      'B: request mode, memory',
+      'B: request mode, redis',
+      'B: session mode, redis',
+      'C: waiting room, redis',
+    ]
     const header = out.split('\n').find((l) => l.startsWith('|  |'))
     for (const label of labels) expect(header, label).toContain(label)
-    for (const name of ['page (200)', 'busy page (503)', 'backend: 500s answered', 'page latency p50 ms', 'admitted from the line']) {
+    for (const name of [
+      'page (200)',
+      'busy page (503)',
+      'backend: 500s answered',
+      'page latency p50 ms',
+      'admitted from the line',
+    ]) {
       expect(row(out, name), name).toBeDefined()
     }
     const r = json('hug')

@@ -26,13 +26,57 @@ const axeSource: string = (createRequire(import.meta.url)('axe-core') as { sourc
 /** Each page, as served. */
 const PAGES: Record<string, () => string> = {
   busy: () => renderBusyPage(3600),
-  waiting: () => renderWaitingPage({ order: 'fifo', position: 1234, waiting: 5000, eta: 420, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
-  'waiting (random order)': () => renderWaitingPage({ order: 'random', position: null, waiting: 5000, eta: null, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
+  waiting: () =>
+    renderWaitingPage({
+      order: 'fifo',
+      position: 1234,
+      waiting: 5000,
+      eta: 420,
+      pollInterval: 60_000,
+      keepAliveInterval: 60_000,
+      nonce: undefined,
+    }),
+  'waiting (random order)': () =>
+    renderWaitingPage({
+      order: 'random',
+      position: null,
+      waiting: 5000,
+      eta: null,
+      pollInterval: 60_000,
+      keepAliveInterval: 60_000,
+      nonce: undefined,
+    }),
   'waiting (before the opening)': () =>
-    renderWaitingPage({ order: 'fifo', position: null, waiting: 80, eta: 3600, opensAt: Date.now() + 3_600_000, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }),
-  challenge: () => renderChallengePage({ challenge: 'not-a-real-challenge', difficulty: 30, noscriptDelay: 3_600_000, nonce: undefined }),
+    renderWaitingPage({
+      order: 'fifo',
+      position: null,
+      waiting: 80,
+      eta: 3600,
+      opensAt: Date.now() + 3_600_000,
+      pollInterval: 60_000,
+      keepAliveInterval: 60_000,
+      nonce: undefined,
+    }),
+  challenge: () =>
+    renderChallengePage({
+      challenge: 'not-a-real-challenge',
+      difficulty: 30,
+      noscriptDelay: 3_600_000,
+      nonce: undefined,
+    }),
   'waiting (Arabic, right to left)': () =>
-    renderWaitingPage({ order: 'fifo', position: 1234, waiting: 5000, eta: 420, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }, languages.pick('ar')),
+    renderWaitingPage(
+      {
+        order: 'fifo',
+        position: 1234,
+        waiting: 5000,
+        eta: 420,
+        pollInterval: 60_000,
+        keepAliveInterval: 60_000,
+        nonce: undefined,
+      },
+      languages.pick('ar'),
+    ),
   'busy (German)': () => renderBusyPage(3600, undefined, languages.pick('de')),
   'left the line (Japanese)': () => renderLeftPage('/shop', languages.pick('ja')),
   'left the line': () => renderLeftPage('/shop'),
@@ -89,13 +133,15 @@ describe.runIf(chromiumAvailable || process.env.CI)('axe-core finds no WCAG 2.1 
           await page.goto(`${base}/${encodeURIComponent(name)}`)
           await page.waitForLoadState('load')
           await page.evaluate(axeSource)
-          const violations = (await page.evaluate(
-            () =>
-              (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: unknown[] }> } }).axe
-                .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
-                .then((r) => r.violations),
+          const violations = (await page.evaluate(() =>
+            (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: unknown[] }> } }).axe
+              .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+              .then((r) => r.violations),
           )) as Violation[]
-          for (const v of violations) found.push(`${width}px ${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+          for (const v of violations)
+            found.push(
+              `${width}px ${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+            )
         } finally {
           await context.close()
         }
@@ -106,7 +152,8 @@ describe.runIf(chromiumAvailable || process.env.CI)('axe-core finds no WCAG 2.1 
 })
 
 /** What a site's stylesheet or a future spinner could add: every element animated and fading. */
-const MOTION = '*,:before,:after{transition:opacity 2s;animation:airlock-test-spin 1s infinite}@keyframes airlock-test-spin{to{opacity:.5}}'
+const MOTION =
+  '*,:before,:after{transition:opacity 2s;animation:airlock-test-spin 1s infinite}@keyframes airlock-test-spin{to{opacity:.5}}'
 
 describe.runIf(chromiumAvailable || process.env.CI)('prefers-reduced-motion: reduce: nothing moves', () => {
   for (const name of Object.keys(PAGES)) {

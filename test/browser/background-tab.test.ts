@@ -28,7 +28,9 @@ async function startSite(passes: { passTtl?: number; provisionalTtl?: number; co
     secret: 'browser-test-secret-of-32-bytes-or-more',
     logger: { warn() {}, info() {} },
   })
-  app.get('/', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'))
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'),
+  )
   app.post('/logout', async (_req, reply) => ({ released: await reply.airlock.release() }))
   app.get('/favicon.ico', { config: { airlock: false } }, async (_req, reply) => reply.code(204).send())
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -122,7 +124,10 @@ describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
       expect(before.icon).toBeNull()
 
       // The page's own confirm request (not the prefetch the site's answer links to).
-      const confirmed = page.waitForResponse((r) => r.url() === `${site.url}?__airlock=confirm` && r.request().resourceType() === 'fetch', { timeout: 15_000 })
+      const confirmed = page.waitForResponse(
+        (r) => r.url() === `${site.url}?__airlock=confirm` && r.request().resourceType() === 'fetch',
+        { timeout: 15_000 },
+      )
       await page.evaluate('window.__hidden = true')
       expect(await holder.release()).toBe(200) // the slot is free: the hidden page's next poll is admitted
       await expect.poll(async () => (await record(page)).title, { timeout: 15_000 }).toBe('✓ Your turn – 127.0.0.1')
@@ -185,7 +190,7 @@ describe.skipIf(!chromiumAvailable)('admitted while the tab is hidden', () => {
     }
   }, 60_000)
 
-  it('with the gate\'s confirm off, an admitted hidden page goes to the site at once (no hold offered)', async () => {
+  it("with the gate's confirm off, an admitted hidden page goes to the site at once (no hold offered)", async () => {
     const site = await startSite({ confirm: false })
     const context = await browser().newContext()
     try {

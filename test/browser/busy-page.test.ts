@@ -18,8 +18,16 @@ import { useChromium } from '../helpers/use-chromium.js'
 async function startSite(retryAfter: number) {
   const store = memoryStore()
   const app: FastifyInstance = Fastify({ forceCloseConnections: true })
-  await app.register(airlockShield, { limit: 1, store, retryAfter, secret: 'browser-test-secret-of-32-bytes-or-more', logger: { warn() {}, info() {} } })
-  app.get('/', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'))
+  await app.register(airlockShield, {
+    limit: 1,
+    store,
+    retryAfter,
+    secret: 'browser-test-secret-of-32-bytes-or-more',
+    logger: { warn() {}, info() {} },
+  })
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'),
+  )
   app.get('/favicon.ico', { config: { airlock: false } }, async (_req, reply) => reply.code(204).send())
   await app.listen({ port: 0, host: '127.0.0.1' })
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/`
@@ -118,7 +126,10 @@ describe.skipIf(!chromiumAvailable)('busy page in a real browser', () => {
       while (visits.length < 3) {
         await page.waitForTimeout(500)
         // The page reloads by itself: a read that races a reload is simply read again.
-        visits = ((await page.evaluate(`JSON.parse(sessionStorage.getItem('visits') || '[]')`).catch(() => null)) as Visit[] | null) ?? visits
+        visits =
+          ((await page.evaluate(`JSON.parse(sessionStorage.getItem('visits') || '[]')`).catch(() => null)) as
+            | Visit[]
+            | null) ?? visits
       }
       for (const v of visits.slice(0, 3)) {
         expect(v.shown).toBeGreaterThanOrEqual(Math.round(retryAfter * 0.5))

@@ -28,13 +28,28 @@ const SECRET = 'challenge-browser-secret-of-32-bytes-or-more'
 
 interface Solver {
   sha(bytes: string): Int32Array
-  solve(c: string, d: number, i: number, k: number, tell: (t: number) => void, done: (n: number) => void, later: (f: () => void) => void): void
+  solve(
+    c: string,
+    d: number,
+    i: number,
+    k: number,
+    tell: (t: number) => void,
+    done: (n: number) => void,
+    later: (f: () => void) => void,
+  ): void
 }
 
 /** The worker's source run in Node on a fake worker global (no `document`, no `crypto`). */
-function loadWorker(): { api: Solver; self: { postMessage(m: number): void; onmessage?: (m: { data: unknown }) => void }; posted: number[] } {
+function loadWorker(): {
+  api: Solver
+  self: { postMessage(m: number): void; onmessage?: (m: { data: unknown }) => void }
+  posted: number[]
+} {
   const posted: number[] = []
-  const self = { postMessage: (m: number) => void posted.push(m) } as { postMessage(m: number): void; onmessage?: (m: { data: unknown }) => void }
+  const self = { postMessage: (m: number) => void posted.push(m) } as {
+    postMessage(m: number): void
+    onmessage?: (m: { data: unknown }) => void
+  }
   const api = new Function('self', `return ${CHALLENGE_WORKER_SCRIPT}`)(self) as Solver
   return { api, self, posted }
 }
@@ -57,7 +72,9 @@ describe('the solver, evaluated in Node', () => {
     for (let i = 0; i < 600; i++) lengths.push(Math.floor(Math.random() * 300))
     for (const len of lengths) {
       const bytes = randomBytes(len)
-      expect(hex(api.sha(bytes.toString('latin1'))), `length ${len}`).toBe(createHash('sha256').update(bytes).digest('hex'))
+      expect(hex(api.sha(bytes.toString('latin1'))), `length ${len}`).toBe(
+        createHash('sha256').update(bytes).digest('hex'),
+      )
     }
     expect(hex(api.sha('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')
   })
@@ -69,7 +86,15 @@ describe('the solver, evaluated in Node', () => {
       let expected = 0
       while (zeroBits(`${c}:${expected}`) < 10) expected++
       let found = -1
-      api.solve(c, 10, 0, 1, () => {}, (n) => (found = n), (f) => f())
+      api.solve(
+        c,
+        10,
+        0,
+        1,
+        () => {},
+        (n) => (found = n),
+        (f) => f(),
+      )
       expect(found, `length ${len}`).toBe(expected)
     }
   })
@@ -100,11 +125,18 @@ describe('the challenge page', () => {
     expect(html).toMatch(/^<!doctype html><html lang="en" dir="ltr">/)
     expect(html).toContain('<h1>Just a moment</h1>')
     expect(html).toContain('Checking your browser before you join the line — this takes a second.')
-    expect(html).toContain(`<p id="c" role="status" aria-live="polite" data-challenge="${issued.challenge}" data-difficulty="17" data-progress="Checking your browser… {percent}" data-done="Done, joining the line…">`)
+    expect(html).toContain(
+      `<p id="c" role="status" aria-live="polite" data-challenge="${issued.challenge}" data-difficulty="17" data-progress="Checking your browser… {percent}" data-done="Done, joining the line…">`,
+    )
     expect(html).toContain('<noscript><meta http-equiv="refresh" content="15"></noscript>')
     expect(html).toContain('<noscript><p>This page joins the line by itself in 15 s.</p></noscript>')
     expect(html).not.toMatch(/<img|<form|<input|<button/)
-    const evil = renderChallengePage({ challenge: '"><script>x</script>', difficulty: 3, noscriptDelay: 1500, nonce: '"n"' })
+    const evil = renderChallengePage({
+      challenge: '"><script>x</script>',
+      difficulty: 3,
+      noscriptDelay: 1500,
+      nonce: '"n"',
+    })
     expect(evil).not.toContain('"><script>x')
     expect(evil).toContain('content="2"')
     expect(evil).toContain('<script nonce="&#34;n&#34;">')
@@ -134,7 +166,11 @@ describe('the challenge page', () => {
  * the header; the verdict is recorded; an accepted visitor then sees "joined".
  */
 async function startSite(opts: { csp?: string; noscriptDelay?: number } = {}) {
-  const challenges = new Challenges('shop', [SECRET], challengeSettings({ difficulty: 12, noscriptDelay: opts.noscriptDelay ?? 15_000 })!)
+  const challenges = new Challenges(
+    'shop',
+    [SECRET],
+    challengeSettings({ difficulty: 12, noscriptDelay: opts.noscriptDelay ?? 15_000 })!,
+  )
   const verdicts: ChallengeVerdict[] = []
   const loads: string[] = []
   let joined = false
@@ -148,10 +184,23 @@ async function startSite(opts: { csp?: string; noscriptDelay?: number } = {}) {
       return res.writeHead(202, { 'cache-control': 'no-store' }).end()
     }
     loads.push(joined ? 'joined' : 'challenge')
-    if (joined) return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>In line</title><h1 id="in">In line</h1>')
+    if (joined)
+      return res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>In line</title><h1 id="in">In line</h1>')
     const issued = challenges.issue('visitor', Date.now(), 12)
-    res.writeHead(202, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': opts.csp ?? CHALLENGE_PAGE_CSP })
-    return res.end(renderChallengePage({ ...issued, noscriptDelay: challengeSettings({ noscriptDelay: opts.noscriptDelay ?? 15_000 })!.noscriptDelay, nonce: undefined }))
+    res.writeHead(202, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-security-policy': opts.csp ?? CHALLENGE_PAGE_CSP,
+    })
+    return res.end(
+      renderChallengePage({
+        ...issued,
+        noscriptDelay: challengeSettings({ noscriptDelay: opts.noscriptDelay ?? 15_000 })!.noscriptDelay,
+        nonce: undefined,
+      }),
+    )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`

@@ -32,7 +32,9 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
   // The dashboard's view of the store: the same memory store (and its history), whose `status` can fail.
   const store = new Proxy(inner, {
     get(target, prop) {
-      if (prop === 'status') return (name: string) => (storeDown ? Promise.reject(new Error('the store is not answering')) : target.status(name))
+      if (prop === 'status')
+        return (name: string) =>
+          storeDown ? Promise.reject(new Error('the store is not answering')) : target.status(name)
       if (prop === 'historyStorage') return () => historyFor(inner)
       const v = Reflect.get(target, prop, target) as unknown
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
@@ -47,7 +49,15 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
 
   beforeAll(async () => {
     app = Fastify()
-    await app.register(airlockShield, { name: 'shop', mode: 'request', limit: 2, store: inner, secret: SECRET, reportInterval: 200, logger: { warn() {}, info() {} } })
+    await app.register(airlockShield, {
+      name: 'shop',
+      mode: 'request',
+      limit: 2,
+      store: inner,
+      secret: SECRET,
+      reportInterval: 200,
+      logger: { warn() {}, info() {} },
+    })
     app.get('/', async () => {
       await sleep(100)
       return 'the shop'
@@ -96,9 +106,13 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
 
   /** The tick labels under each chart of `figures`, in order. */
   const ticks = (page: Page, figures: string): Promise<string[][]> =>
-    page.locator(figures).evaluateAll((figs) => figs.map((f) => [...f.querySelectorAll('.axis time')].map((t) => t.textContent ?? '')))
+    page
+      .locator(figures)
+      .evaluateAll((figs) => figs.map((f) => [...f.querySelectorAll('.axis time')].map((t) => t.textContent ?? '')))
 
-  it('every chart has a time axis (the last 15 minutes live, the hour, day and 30 days back), inside the CSP and with no axe violation', { timeout: 60_000 }, async () => {
+  it('every chart has a time axis (the last 15 minutes live, the hour, day and 30 days back), inside the CSP and with no axe violation', {
+    timeout: 60_000,
+  }, async () => {
     const page = await open()
     const live = '[data-gate="shop"] > .charts figure'
     await page.locator(`${live} .axis time`).first().waitFor({ timeout: 10_000 })
@@ -106,13 +120,22 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     expect(liveTicks).toHaveLength(5)
     for (const t of liveTicks) expect(t).toEqual([`${MINUS}15 min`, `${MINUS}10 min`, `${MINUS}5 min`, 'now'])
     // Each tick says its clock time (datetime, and a tooltip) and sits under its chart, left to right.
-    const placed = await page.locator(`${live}`).first().evaluate((f) => {
-      const svg = f.querySelector('svg')!.getBoundingClientRect()
-      return [...f.querySelectorAll('.axis time')].map((t) => {
-        const r = t.getBoundingClientRect()
-        return { left: r.left - svg.left, right: svg.right - r.right, below: r.top >= svg.bottom - 1, datetime: t.getAttribute('datetime'), title: t.getAttribute('title') }
+    const placed = await page
+      .locator(`${live}`)
+      .first()
+      .evaluate((f) => {
+        const svg = f.querySelector('svg')!.getBoundingClientRect()
+        return [...f.querySelectorAll('.axis time')].map((t) => {
+          const r = t.getBoundingClientRect()
+          return {
+            left: r.left - svg.left,
+            right: svg.right - r.right,
+            below: r.top >= svg.bottom - 1,
+            datetime: t.getAttribute('datetime'),
+            title: t.getAttribute('title'),
+          }
+        })
       })
-    })
     for (const p of placed) {
       expect(Number.isNaN(Date.parse(p.datetime ?? ''))).toBe(false)
       expect(p.title).toBeTruthy()
@@ -125,13 +148,16 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
 
     const back = '[data-back="shop"]'
     await page.locator(`${back}[data-range="hour"] figure .axis time`).first().waitFor({ timeout: 10_000 })
-    for (const t of await ticks(page, `${back} figure`)) expect(t).toEqual([`${MINUS}60 min`, `${MINUS}45 min`, `${MINUS}30 min`, `${MINUS}15 min`, 'now'])
+    for (const t of await ticks(page, `${back} figure`))
+      expect(t).toEqual([`${MINUS}60 min`, `${MINUS}45 min`, `${MINUS}30 min`, `${MINUS}15 min`, 'now'])
     await page.click(`${back} button[data-range="day"]`)
     await page.locator(`${back}[data-range="day"]`).waitFor()
-    for (const t of await ticks(page, `${back} figure`)) expect(t).toEqual([`${MINUS}24 h`, `${MINUS}18 h`, `${MINUS}12 h`, `${MINUS}6 h`, 'now'])
+    for (const t of await ticks(page, `${back} figure`))
+      expect(t).toEqual([`${MINUS}24 h`, `${MINUS}18 h`, `${MINUS}12 h`, `${MINUS}6 h`, 'now'])
     await page.click(`${back} button[data-range="30d"]`)
     await page.locator(`${back}[data-range="30d"]`).waitFor()
-    for (const t of await ticks(page, `${back} figure`)) expect(t).toEqual([`${MINUS}30 d`, `${MINUS}20 d`, `${MINUS}10 d`, 'now'])
+    for (const t of await ticks(page, `${back} figure`))
+      expect(t).toEqual([`${MINUS}30 d`, `${MINUS}20 d`, `${MINUS}10 d`, 'now'])
     expect(await page.evaluate('window.cspViolations')).toEqual([])
     await page.context().close()
 
@@ -141,7 +167,11 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     await axed.locator(`${back} figure .axis time`).first().waitFor({ timeout: 10_000 })
     await axed.evaluate(axeSource)
     const violations = (await axed.evaluate(() =>
-      (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe
+      (
+        globalThis as unknown as {
+          axe: { run(o: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> }
+        }
+      ).axe
         .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
         .then((r) => r.violations.map((v) => `${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)),
     )) as string[]
@@ -149,11 +179,15 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     await axed.context().close()
   })
 
-  it('the instances table tells the queued answers (202) from the people waiting in line, with a tooltip and a legend', { timeout: 30_000 }, async () => {
+  it('the instances table tells the queued answers (202) from the people waiting in line, with a tooltip and a legend', {
+    timeout: 30_000,
+  }, async () => {
     const page = await open()
     const gate = '[data-gate="shop"]'
     await page.locator(`${gate} table th`).first().waitFor({ timeout: 10_000 })
-    const headers = await page.locator(`${gate} table th`).evaluateAll((ths) => ths.map((th) => ({ text: th.textContent, title: th.getAttribute('title') })))
+    const headers = await page
+      .locator(`${gate} table th`)
+      .evaluateAll((ths) => ths.map((th) => ({ text: th.textContent, title: th.getAttribute('title') })))
     expect(headers.map((h) => h.text)).not.toContain('queued')
     const queued = headers.find((h) => h.text === 'queued answers (202)')
     expect(queued?.title).toMatch(/every answer that told a visitor to wait, polls included/)
@@ -165,10 +199,15 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     await page.context().close()
   })
 
-  it('the look back holds the minute in progress, marked so, and follows it without a click', { timeout: 60_000 }, async () => {
+  it('the look back holds the minute in progress, marked so, and follows it without a click', {
+    timeout: 60_000,
+  }, async () => {
     const page = await open()
     const back = '[data-back="shop"]'
-    const admitted = async (): Promise<number> => Number(/admitted (\d+)/.exec((await page.locator(`${back} [data-k="back-totals"]`).textContent()) ?? '')?.[1] ?? -1)
+    const admitted = async (): Promise<number> =>
+      Number(
+        /admitted (\d+)/.exec((await page.locator(`${back} [data-k="back-totals"]`).textContent()) ?? '')?.[1] ?? -1,
+      )
     await page.locator(`${back}[data-range="hour"]`).waitFor({ timeout: 10_000 })
     // The load began seconds ago: its admissions are in the hour already, not once the minute ends.
     expect(await admitted()).toBeGreaterThan(0)
@@ -180,7 +219,9 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     await page.context().close()
   })
 
-  it('the tiles fall to 0 when the load ends, and go quiet (a dash) once figures stop coming: the store not answering, the dashboard gone', { timeout: 60_000 }, async () => {
+  it('the tiles fall to 0 when the load ends, and go quiet (a dash) once figures stop coming: the store not answering, the dashboard gone', {
+    timeout: 60_000,
+  }, async () => {
     const page = await open()
     const tile = (k: string) => page.locator(`[data-gate="shop"] [data-k="${k}"]`)
     const shown = async (k: string): Promise<string> => (await tile(k).textContent()) ?? ''
@@ -196,7 +237,9 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
     await load
     storeDown = true
     const quiet = async (): Promise<boolean> =>
-      (await shown('admitted')) === '—' && (await shown('busy')) === '—' && (await tile('admitted').locator('xpath=..').getAttribute('class'))!.includes('quiet')
+      (await shown('admitted')) === '—' &&
+      (await shown('busy')) === '—' &&
+      (await tile('admitted').locator('xpath=..').getAttribute('class'))!.includes('quiet')
     const took = await until(quiet, 8_000, 100)
     expect(took).toBeLessThan(6_000)
     expect(await tile('held').textContent()).toBe('—')

@@ -32,8 +32,18 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     // days ago (the live gates below add at most a few dozen of their own).
     const now = Date.now()
     const clock = { t: now }
-    const tally = new MinuteTally({ storage: historyFor(priv.store)!, name: 'shop', keepMs: 31 * 86_400_000, now: () => clock.t, timer: false })
-    for (const [ago, n] of [[10 * 60_000, 100], [5 * 3_600_000, 1_000], [3 * 86_400_000, 10_000]] as const) {
+    const tally = new MinuteTally({
+      storage: historyFor(priv.store)!,
+      name: 'shop',
+      keepMs: 31 * 86_400_000,
+      now: () => clock.t,
+      timer: false,
+    })
+    for (const [ago, n] of [
+      [10 * 60_000, 100],
+      [5 * 3_600_000, 1_000],
+      [3 * 86_400_000, 10_000],
+    ] as const) {
       clock.t = now - ago
       for (let i = 0; i < n; i++) tally.admitted('line', 20_000)
       tally.turnedAway('full')
@@ -41,8 +51,22 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     await tally.close()
     for (let i = 0; i < 2; i++) {
       const app = Fastify()
-      await app.register(airlockShield, { name: 'shop', limit: 5, store: priv.store, secret: SECRET, queue: { pollInterval: 500 }, reportInterval: 500 })
-      if (i === 0) await app.register(airlockDashboard, { prefix: '/airlock', token: TOKEN, store: priv.store, names: ['shop'], interval: 500 })
+      await app.register(airlockShield, {
+        name: 'shop',
+        limit: 5,
+        store: priv.store,
+        secret: SECRET,
+        queue: { pollInterval: 500 },
+        reportInterval: 500,
+      })
+      if (i === 0)
+        await app.register(airlockDashboard, {
+          prefix: '/airlock',
+          token: TOKEN,
+          store: priv.store,
+          names: ['shop'],
+          interval: 500,
+        })
       app.get('/', async () => 'the shop')
       await app.listen({ port: 0, host: '127.0.0.1' })
       apps.push(app)
@@ -59,7 +83,10 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
         await sleep(300)
       }
     }
-    load = Promise.all([...inside.map((b) => loop(b, {})), ...waiting.map((b) => loop(b, { accept: 'application/json', 'x-airlock-poll': '1' }))])
+    load = Promise.all([
+      ...inside.map((b) => loop(b, {})),
+      ...waiting.map((b) => loop(b, { accept: 'application/json', 'x-airlock-poll': '1' })),
+    ])
     chromium = await launchChromium()
   }, 60_000)
 
@@ -70,7 +97,9 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     for (const app of apps) await app.close()
   })
 
-  it('shows held, limit, line and instances as the store has them; its controls apply on every instance', { timeout: 60_000 }, async () => {
+  it('shows held, limit, line and instances as the store has them; its controls apply on every instance', {
+    timeout: 60_000,
+  }, async () => {
     const page = await chromium.newPage()
     const base = `http://127.0.0.1:${(apps[0]!.server.address() as { port: number }).port}/airlock/`
     await page.goto(`${base}?token=${TOKEN}`)
@@ -83,7 +112,11 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
     await until(async () => {
       const st = await clusterStatus(priv.store, 'shop')
       if (st.held !== 5 || st.waiting !== 3 || st.instances.length !== 2) return false
-      return (await tile('held')) === String(st.held) && (await tile('waiting')) === String(st.waiting) && (await tile('instances')) === String(st.instances.length)
+      return (
+        (await tile('held')) === String(st.held) &&
+        (await tile('waiting')) === String(st.waiting) &&
+        (await tile('instances')) === String(st.instances.length)
+      )
     }, 20_000)
     expect(await tile('held')).toBe('5')
     expect(await tile('waiting')).toBe('3')
@@ -150,7 +183,9 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
 
   it('a wrong token gets 401 and no page', async () => {
     const page = await chromium.newPage()
-    const res = await page.goto(`http://127.0.0.1:${(apps[0]!.server.address() as { port: number }).port}/airlock/?token=wrong-token-wrong-token`)
+    const res = await page.goto(
+      `http://127.0.0.1:${(apps[0]!.server.address() as { port: number }).port}/airlock/?token=wrong-token-wrong-token`,
+    )
     expect(res?.status()).toBe(401)
     expect(await page.content()).not.toContain('data-gate')
     await page.close()

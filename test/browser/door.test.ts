@@ -15,8 +15,16 @@ import { hit, nextAddress } from '../http/harness.js'
 
 async function startSite(queue: GateQueueOptions, limit = 1) {
   const app = Fastify({ forceCloseConnections: true })
-  await app.register(airlockShield, { limit, store: memoryStore(), queue, secret: 'browser-test-secret-of-32-bytes-or-more', logger: { warn() {}, info() {} } })
-  app.get('/', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'))
+  await app.register(airlockShield, {
+    limit,
+    store: memoryStore(),
+    queue,
+    secret: 'browser-test-secret-of-32-bytes-or-more',
+    logger: { warn() {}, info() {} },
+  })
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'),
+  )
   app.get('/favicon.ico', { config: { airlock: false } }, async (_req, reply) => reply.code(204).send())
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/` }

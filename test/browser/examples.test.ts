@@ -26,7 +26,10 @@ describe.skipIf(!chromiumAvailable)('examples in a real browser', () => {
       expect((await page.goto(url))?.status()).toBe(200)
       await expect(page.locator('h1').textContent()).resolves.toBe('Welcome in!')
       expect(await held()).toBe(1)
-      const [left] = await Promise.all([page.waitForResponse(`${url}leave`), page.getByRole('button', { name: /Leave/ }).click()])
+      const [left] = await Promise.all([
+        page.waitForResponse(`${url}leave`),
+        page.getByRole('button', { name: /Leave/ }).click(),
+      ])
       expect(left.status()).toBe(200)
       await expect(page.locator('p').first().textContent()).resolves.toContain('Your slot is free')
       expect(await held()).toBe(0)
@@ -47,7 +50,10 @@ describe.skipIf(!chromiumAvailable)('examples in a real browser', () => {
       const waiting = await second.newPage()
       expect((await waiting.goto(url))?.status()).toBe(202)
       await expect(waiting.locator('#p').textContent()).resolves.toBe('1')
-      const [left] = await Promise.all([inside.waitForResponse(`${url}leave`), inside.getByRole('button', { name: /Leave/ }).click()])
+      const [left] = await Promise.all([
+        inside.waitForResponse(`${url}leave`),
+        inside.getByRole('button', { name: /Leave/ }).click(),
+      ])
       expect(left.status()).toBe(200)
       await expect(inside.locator('p').textContent()).resolves.toBe('Thanks, you left the shop.')
       // The waiting page polls every ~2 s and loads the shop once admitted.

@@ -17,7 +17,6 @@ import { chromiumAvailable } from '../helpers/browser.js'
 import { useChromium } from '../helpers/use-chromium.js'
 import { axeAtWidths, pageProblems, reportCharts } from '../helpers/page-checks.js'
 
-
 describe.runIf(chromiumAvailable || process.env.CI)("airlock hug's report in Chromium", () => {
   const browser = useChromium()
   let app: FastifyInstance
@@ -26,12 +25,33 @@ describe.runIf(chromiumAvailable || process.env.CI)("airlock hug's report in Chr
   let html: string
   beforeAll(async () => {
     app = Fastify()
-    await app.register(airlockShield, { limit: 3, passTtl: '3s', provisionalTtl: '2s', store: memoryStore(), secret: 'hug-report-secret-of-at-least-32-bytes', queue: { pollInterval: 500 } })
+    await app.register(airlockShield, {
+      limit: 3,
+      passTtl: '3s',
+      provisionalTtl: '2s',
+      store: memoryStore(),
+      secret: 'hug-report-secret-of-at-least-32-bytes',
+      queue: { pollInterval: 500 },
+    })
     let n = 0
     app.get('/', async (_req, reply) => (++n % 7 === 0 ? reply.code(500).send('failed') : 'page'))
     await app.listen({ port: 0, host: '127.0.0.1' })
     const target = new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/`)
-    const summary = await runHug({ url: target, visitors: 30, over: 1500, ramp: true, rate: undefined, duration: 0, pages: 2, think: 200, patience: 8000, flood: 3, limit: 3, timeout: 5000, sources: 30 })
+    const summary = await runHug({
+      url: target,
+      visitors: 30,
+      over: 1500,
+      ramp: true,
+      rate: undefined,
+      duration: 0,
+      pages: 2,
+      think: 200,
+      patience: 8000,
+      flood: 3,
+      limit: 3,
+      timeout: 5000,
+      sources: 30,
+    })
     expect(summary.visitors.admittedFromLine).toBeGreaterThan(0)
     expect(summary.answers.originErrors).toBeGreaterThan(0)
     html = renderHugReport(summary)

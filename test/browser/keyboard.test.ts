@@ -27,7 +27,20 @@ beforeAll(async () => {
     }
     const language = languages.pick(req.headers['accept-language'])
     res.writeHead(202, { 'content-type': 'text/html; charset=utf-8' })
-    return res.end(renderWaitingPage({ order: 'fifo', position: 3, waiting: 10, eta: 40, pollInterval: 60_000, keepAliveInterval: 60_000, nonce: undefined }, language))
+    return res.end(
+      renderWaitingPage(
+        {
+          order: 'fifo',
+          position: 3,
+          waiting: 10,
+          eta: 40,
+          pollInterval: 60_000,
+          keepAliveInterval: 60_000,
+          nonce: undefined,
+        },
+        language,
+      ),
+    )
   })
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`

@@ -7,7 +7,9 @@ import { pageShots } from '../../tools/page-shots.js'
 import { chromiumAvailable } from '../helpers/browser.js'
 
 describe.runIf(chromiumAvailable || process.env.CI)('tools/page-shots.ts', () => {
-  it('shoots busy, waiting, challenge, left and the proxy 502 in en and ar (right to left)', { timeout: 60_000 }, async () => {
+  it('shoots busy, waiting, challenge, left and the proxy 502 in en and ar (right to left)', {
+    timeout: 60_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'airlock-shots-'))
     try {
       const files = await pageShots(dir)

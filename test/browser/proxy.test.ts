@@ -14,7 +14,15 @@ describe.runIf(chromiumAvailable)('a visitor in Chromium through airlock proxy',
   let chromium: Chromium
   beforeAll(async () => {
     php = await phpOrigin()
-    app = await createProxy({ target: php.url, limit: 1, provisionalTtl: 2_000, retryAfter: 1, secret: 'a-proxy-browser-secret-at-least-32-bytes', store: memoryStore(), logger: { warn: () => {} } })
+    app = await createProxy({
+      target: php.url,
+      limit: 1,
+      provisionalTtl: 2_000,
+      retryAfter: 1,
+      secret: 'a-proxy-browser-secret-at-least-32-bytes',
+      store: memoryStore(),
+      logger: { warn: () => {} },
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     chromium = await launchChromium()
   }, 30_000)
@@ -24,7 +32,9 @@ describe.runIf(chromiumAvailable)('a visitor in Chromium through airlock proxy',
     await php?.stop()
   })
 
-  it("gets the busy page while the site is full, then the origin's PHP page once a slot frees", { timeout: 30_000 }, async () => {
+  it("gets the busy page while the site is full, then the origin's PHP page once a slot frees", {
+    timeout: 30_000,
+  }, async () => {
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
     // Someone is inside: a client that keeps no cookies holds the slot for provisionalTtl (2 s).
     expect((await new Browser(base).get('/')).status).toBe(200)

@@ -14,7 +14,6 @@ import { chromiumAvailable } from '../helpers/browser.js'
 import { useChromium } from '../helpers/use-chromium.js'
 import { sleep } from '../helpers/wait.js'
 
-
 const READ_MS = 15_000
 const silent = { warn() {}, info() {} }
 
@@ -38,12 +37,19 @@ async function site(options: { bare: boolean; confirm?: boolean }) {
   const seen: string[] = []
   const t0 = Date.now()
   app.addHook('onResponse', async (req, reply) => {
-    if (req.headers['user-agent']?.includes('Chrome')) seen.push(`${Date.now() - t0} ms ${req.url} ${reply.statusCode}${req.headers.cookie?.includes('airlock_pass=') ? ' with pass' : ''}${reply.hasHeader('set-cookie') ? ' set-cookie' : ''}`)
+    if (req.headers['user-agent']?.includes('Chrome'))
+      seen.push(
+        `${Date.now() - t0} ms ${req.url} ${reply.statusCode}${req.headers.cookie?.includes('airlock_pass=') ? ' with pass' : ''}${reply.hasHeader('set-cookie') ? ' set-cookie' : ''}`,
+      )
   })
   app.get('/', async (_req, reply) =>
-    reply.type('text/html').send(`<!doctype html><title>Shop</title>${head}<h1>Welcome</h1><a id="next" href="/next">next</a>`),
+    reply
+      .type('text/html')
+      .send(`<!doctype html><title>Shop</title>${head}<h1>Welcome</h1><a id="next" href="/next">next</a>`),
   )
-  app.get('/next', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>Next</title><h1 id="next-page">Next</h1>'))
+  app.get('/next', async (_req, reply) =>
+    reply.type('text/html').send('<!doctype html><title>Next</title><h1 id="next-page">Next</h1>'),
+  )
   app.get('/static/app.css', async (_req, reply) => reply.type('text/css').send('h1 { color: teal }'))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -78,7 +84,10 @@ describe.skipIf(!chromiumAvailable)('a reader keeps their slot (real browser)', 
    * on a starved CI box (three Chromiums beside `next dev` compiling) a load took longer once, and
    * the scenario is then run again, once.
    */
-  async function readThenClick(options: { bare: boolean; confirm?: boolean }, tries = 2): Promise<{ first: number; next: number; held: number; seen: string }> {
+  async function readThenClick(
+    options: { bare: boolean; confirm?: boolean },
+    tries = 2,
+  ): Promise<{ first: number; next: number; held: number; seen: string }> {
     const s = await site(options)
     const context = await browser().newContext()
     let loadMs = 0

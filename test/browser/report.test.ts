@@ -24,7 +24,19 @@ function records(): MinuteRecord[] {
     const wait = 1_000 + m * 2_000
     out.push({
       minute: FIRST + m,
-      fields: { a: 100 + (m % 7), al: 80, 't.full': m < 30 ? 20 : 0, ab: 3, 'r.visitor': 90, q: Math.max(0, 600 - Math.abs(60 - m) * 10), [`w${bucketOf(wait)}`]: 60, [`w${bucketOf(wait * 2)}`]: 20, wm: wait * 2, [`v${bucketOf(45_000)}`]: 90, vm: 50_000 },
+      fields: {
+        a: 100 + (m % 7),
+        al: 80,
+        't.full': m < 30 ? 20 : 0,
+        ab: 3,
+        'r.visitor': 90,
+        q: Math.max(0, 600 - Math.abs(60 - m) * 10),
+        [`w${bucketOf(wait)}`]: 60,
+        [`w${bucketOf(wait * 2)}`]: 20,
+        wm: wait * 2,
+        [`v${bucketOf(45_000)}`]: 90,
+        vm: 50_000,
+      },
     })
   }
   return out
@@ -55,17 +67,36 @@ describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium
       await page.goto(url)
       await page.waitForLoadState('load')
       const charts = await reportCharts(page)
-      expect(charts.map((c) => c.title)).toEqual(['In line at the minute’s end', 'Admitted a minute', 'Wait in line (s)', 'Visit length (s)'])
+      expect(charts.map((c) => c.title)).toEqual([
+        'In line at the minute’s end',
+        'Admitted a minute',
+        'Wait in line (s)',
+        'Visit length (s)',
+      ])
       for (const c of charts) {
         expect(c.width).toBeGreaterThan(300)
         expect(Math.min(...c.drawn)).toBeGreaterThan(100)
       }
       // The ten quiet minutes break the line: two pieces.
-      expect(await page.$eval('svg[data-chart="In line at the minute’s end"] path', (p) => (p.getAttribute('d')!.match(/M/g) ?? []).length)).toBe(2)
+      expect(
+        await page.$eval(
+          'svg[data-chart="In line at the minute’s end"] path',
+          (p) => (p.getAttribute('d')!.match(/M/g) ?? []).length,
+        ),
+      ).toBe(2)
       expect(await page.textContent('table')).toContain('Admitted')
       await page.emulateMedia({ media: 'print' })
-      expect(await page.$eval('header', (h) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(h).backgroundColor)).toBe('rgba(0, 0, 0, 0)')
-      expect(await page.$$eval('svg[data-chart]', (s) => s.filter((x) => x.getBoundingClientRect().height > 50).length)).toBe(4)
+      expect(
+        await page.$eval(
+          'header',
+          (h) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(h)
+              .backgroundColor,
+        ),
+      ).toBe('rgba(0, 0, 0, 0)')
+      expect(
+        await page.$$eval('svg[data-chart]', (s) => s.filter((x) => x.getBoundingClientRect().height > 50).length),
+      ).toBe(4)
       const pdf = await page.pdf({ format: 'A4' })
       expect(pdf.subarray(0, 5).toString()).toBe('%PDF-')
       expect(problems).toEqual([])

@@ -28,7 +28,9 @@ async function startSite(queue: GateQueueOptions = { pollInterval: 300 }) {
     secret: 'browser-test-secret-of-32-bytes-or-more',
     logger: { warn() {}, info() {} },
   })
-  app.get('/', async (_req, reply) => reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'))
+  app.get('/', async (_req, reply) =>
+    reply.type('text/html').send('<!doctype html><title>App</title><h1 id="app">Welcome to the app</h1>'),
+  )
   app.post('/logout', async (_req, reply) => ({ released: await reply.airlock.release() }))
   app.get('/favicon.ico', { config: { airlock: false } }, async (_req, reply) => reply.code(204).send())
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -75,7 +77,9 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
       await expect(page.locator('h1').textContent()).resolves.toBe('You are in line')
       await expect(page.locator('#p').textContent()).resolves.toBe('1')
       // It polls by itself, and stays in line while the slot is held.
-      await page.waitForResponse((r) => r.url() === site.url && r.request().resourceType() === 'fetch', { timeout: 10_000 })
+      await page.waitForResponse((r) => r.url() === site.url && r.request().resourceType() === 'fetch', {
+        timeout: 10_000,
+      })
       await page.waitForTimeout(700)
       expect(polls.length).toBeGreaterThanOrEqual(2)
       expect(polls.every((p) => p.status === 202 && p.poll)).toBe(true)
@@ -109,7 +113,11 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
       // The polls are answered with a long line, so the script has numbers and a wait to format.
       await page.route(site.url, async (route) => {
         if (route.request().headers()['x-airlock-poll'] !== '1') return route.continue()
-        await route.fulfill({ status: 202, contentType: 'application/json', body: '{"status":"queued","position":1234,"eta":150,"waiting":5678}' })
+        await route.fulfill({
+          status: 202,
+          contentType: 'application/json',
+          body: '{"status":"queued","position":1234,"eta":150,"waiting":5678}',
+        })
       })
       const first = await page.goto(site.url)
       expect(first?.status()).toBe(202)
@@ -119,7 +127,9 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
       // The page as served (its first poll may already have rewritten the place on a busy box).
       expect(await first?.text()).toContain('<b id="p">1</b>')
       await expect.poll(() => page.locator('#p').textContent(), { timeout: 10_000 }).toBe('1.234')
-      await expect(page.locator('main p').first().textContent()).resolves.toBe('Ihr Platz in der Warteschlange: 1.234 von 5.678')
+      await expect(page.locator('main p').first().textContent()).resolves.toBe(
+        'Ihr Platz in der Warteschlange: 1.234 von 5.678',
+      )
       await expect(page.locator('#e').textContent()).resolves.toBe('etwa 3 Minuten')
       expect(violations).toEqual([])
     } finally {
@@ -135,7 +145,9 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
       expect(await visitor(site.url)()).toBe(200) // holds the slot
       const page = await context.newPage()
       // Let the test decide what document.hidden says (headless tabs are always visible).
-      await page.addInitScript('Object.defineProperty(document, "hidden", { configurable: true, get: () => window.__hidden === true })')
+      await page.addInitScript(
+        'Object.defineProperty(document, "hidden", { configurable: true, get: () => window.__hidden === true })',
+      )
       const polls: number[] = []
       page.on('request', (r) => {
         if (r.url() === site.url && r.resourceType() === 'fetch') polls.push(Date.now())
@@ -175,7 +187,11 @@ describe.skipIf(!chromiumAvailable)('waiting page in a real browser', () => {
 
       // Another site's form posting to the leave address, with the visitor's cookies: refused.
       const ticket = (await first.cookies()).map((c) => `${c.name}=${c.value}`).join('; ')
-      const forged = await hit(`${site.url}?__airlock=leave`, { method: 'POST', headers: { cookie: ticket, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' }, from: nextAddress() })
+      const forged = await hit(`${site.url}?__airlock=leave`, {
+        method: 'POST',
+        headers: { cookie: ticket, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+        from: nextAddress(),
+      })
       expect(forged.status).toBe(403)
       await new Promise((r) => setTimeout(r, 800))
       expect(await b.locator('#p').textContent(), 'a refused leave moves nobody').toBe('2')

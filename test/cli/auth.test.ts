@@ -19,7 +19,10 @@ const dir = mkdtempSync(join(tmpdir(), 'airlock-auth-cli-'))
 const secretFile = join(dir, 'secret')
 writeFileSync(secretFile, `# the first signs\n${SECRET}\nan-older-secret-of-at-least-32-bytes-02\n`)
 
-async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+async function run(
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = ''
   let err = ''
   const code = await main(argv, { out: (t) => void (out += t), err: (t) => void (err += `${t}\n`), env }, '0.0.0')
@@ -49,13 +52,23 @@ describe('airlock auth: what it refuses', () => {
 
   it('request mode or an adaptive limit in --config: 64 naming the file', async () => {
     writeFileSync(join(dir, 'request.json'), JSON.stringify({ mode: 'request' }))
-    expect((await run(['auth', '--config', join(dir, 'request.json'), '--secret-file', secretFile])).err).toContain('request.json: mode: request cannot work behind forward-auth')
+    expect((await run(['auth', '--config', join(dir, 'request.json'), '--secret-file', secretFile])).err).toContain(
+      'request.json: mode: request cannot work behind forward-auth',
+    )
     writeFileSync(join(dir, 'adaptive.json'), JSON.stringify({ limit: { min: 2, max: 10 } }))
-    expect((await run(['auth', '--config', join(dir, 'adaptive.json'), '--secret-file', secretFile])).err).toContain('an adaptive limit learns from the origin')
+    expect((await run(['auth', '--config', join(dir, 'adaptive.json'), '--secret-file', secretFile])).err).toContain(
+      'an adaptive limit learns from the origin',
+    )
   })
 
   it('bad flags: 64 naming the flag', async () => {
-    for (const [flag, value] of [['limit', '0'], ['refusal-cache', '61'], ['trust-proxy', ''], ['log-level', 'loud'], ['port', 'x']] as const) {
+    for (const [flag, value] of [
+      ['limit', '0'],
+      ['refusal-cache', '61'],
+      ['trust-proxy', ''],
+      ['log-level', 'loud'],
+      ['port', 'x'],
+    ] as const) {
       const r = await run(['auth', `--${flag}`, value, '--secret-file', secretFile])
       expect(r.code, flag).toBe(EXIT.USAGE)
       expect(r.err, flag).toContain(`--${flag}`)
@@ -65,9 +78,16 @@ describe('airlock auth: what it refuses', () => {
 
 describe('airlock auth: answering', () => {
   it('continue with a pass, the busy page past the limit (--no-queue), the line by default, health', async () => {
-    const busy = await cli(['auth', '--port', '0', '--limit', '1', '--no-queue', '--secret-file', secretFile], {}, /on (http:\/\/[^ /]+)\/\.airlock/)
+    const busy = await cli(
+      ['auth', '--port', '0', '--limit', '1', '--no-queue', '--secret-file', secretFile],
+      {},
+      /on (http:\/\/[^ /]+)\/\.airlock/,
+    )
     try {
-      const ask = (uri: string, from: string) => fetch(`${busy.base}/.airlock/decide`, { headers: { 'x-original-uri': uri, 'x-original-method': 'GET', 'x-forwarded-for': from, accept: 'text/html' } })
+      const ask = (uri: string, from: string) =>
+        fetch(`${busy.base}/.airlock/decide`, {
+          headers: { 'x-original-uri': uri, 'x-original-method': 'GET', 'x-forwarded-for': from, accept: 'text/html' },
+        })
       const first = await ask('/page', '203.0.113.1')
       expect(first.status).toBe(200)
       expect(first.headers.get('airlock-action')).toBe('continue')
@@ -83,9 +103,21 @@ describe('airlock auth: answering', () => {
     } finally {
       await busy.stop()
     }
-    const line = await cli(['auth', '--port', '0', '--limit', '1', '--secret-file', secretFile], {}, /on (http:\/\/[^ /]+)\/\.airlock/)
+    const line = await cli(
+      ['auth', '--port', '0', '--limit', '1', '--secret-file', secretFile],
+      {},
+      /on (http:\/\/[^ /]+)\/\.airlock/,
+    )
     try {
-      const ask = (from: string) => fetch(`${line.base}/.airlock/decide`, { headers: { 'x-forwarded-uri': '/page', 'x-forwarded-method': 'GET', 'x-forwarded-for': from, accept: 'text/html' } })
+      const ask = (from: string) =>
+        fetch(`${line.base}/.airlock/decide`, {
+          headers: {
+            'x-forwarded-uri': '/page',
+            'x-forwarded-method': 'GET',
+            'x-forwarded-for': from,
+            accept: 'text/html',
+          },
+        })
       expect((await ask('203.0.113.1')).status).toBe(200)
       const queued = await ask('203.0.113.2')
       expect(queued.status).toBe(202)
@@ -99,20 +131,51 @@ describe('airlock auth: answering', () => {
 describe('airlock nginx-config and caddy-config', () => {
   it('prints a server block for PHP-FPM and, with --write, the module, its settings (0640) and the busy page', async () => {
     const out = join(dir, 'nginx')
-    const r = await run(['nginx-config', '--origin', 'fastcgi:unix:/run/php/php8.2-fpm.sock', '--server-name', 'example.com', '--dir', out, '--secret-file', secretFile, '--pass-ttl', '2m', '--write'])
+    const r = await run([
+      'nginx-config',
+      '--origin',
+      'fastcgi:unix:/run/php/php8.2-fpm.sock',
+      '--server-name',
+      'example.com',
+      '--dir',
+      out,
+      '--secret-file',
+      secretFile,
+      '--pass-ttl',
+      '2m',
+      '--write',
+    ])
     expect(r.code).toBe(EXIT.OK)
     expect(r.out).toContain('server_name example.com;')
     expect(r.out).toContain('fastcgi_pass unix:/run/php/php8.2-fpm.sock;')
     expect(r.out).toContain(`js_import airlock from ${out}/airlock.js;`)
-    const settings = JSON.parse(readFileSync(join(out, 'airlock.json'), 'utf8')) as { passTtl: number; secrets: string[]; gate: string }
-    expect(settings).toMatchObject({ gate: 'default', passTtl: 120_000, secrets: [SECRET, 'an-older-secret-of-at-least-32-bytes-02'] })
+    const settings = JSON.parse(readFileSync(join(out, 'airlock.json'), 'utf8')) as {
+      passTtl: number
+      secrets: string[]
+      gate: string
+    }
+    expect(settings).toMatchObject({
+      gate: 'default',
+      passTtl: 120_000,
+      secrets: [SECRET, 'an-older-secret-of-at-least-32-bytes-02'],
+    })
     expect(statSync(join(out, 'airlock.json')).mode & 0o777).toBe(0o640)
     expect(readFileSync(join(out, 'airlock.js'), 'utf8')).toContain('export default { pass, personal, decide }')
     expect(readFileSync(join(out, 'busy.html'), 'utf8')).toContain('<html')
   })
 
   it('an HTTP origin, auth_request, fail open', async () => {
-    const r = await run(['nginx-config', '--origin', 'http://127.0.0.1:8080', '--check', 'auth_request', '--fail', 'open', '--bypass', '/static,/health'])
+    const r = await run([
+      'nginx-config',
+      '--origin',
+      'http://127.0.0.1:8080',
+      '--check',
+      'auth_request',
+      '--fail',
+      'open',
+      '--bypass',
+      '/static,/health',
+    ])
     expect(r.code).toBe(EXIT.OK)
     expect(r.out).toContain('auth_request /.airlock/auth-request;')
     expect(r.out).toContain('error_page 500 = @airlock_origin;')
@@ -121,8 +184,20 @@ describe('airlock nginx-config and caddy-config', () => {
   })
 
   it('bad values: 64 naming the flag', async () => {
-    for (const [flag, value] of [['origin', 'ftp://x'], ['service', 'nope'], ['check', 'lua'], ['fail', 'maybe'], ['root', 'relative/path'], ['bypass', 'static']] as const) {
-      const r = await run(['nginx-config', ...(flag === 'origin' ? [] : ['--origin', 'http://127.0.0.1:8080']), `--${flag}`, value])
+    for (const [flag, value] of [
+      ['origin', 'ftp://x'],
+      ['service', 'nope'],
+      ['check', 'lua'],
+      ['fail', 'maybe'],
+      ['root', 'relative/path'],
+      ['bypass', 'static'],
+    ] as const) {
+      const r = await run([
+        'nginx-config',
+        ...(flag === 'origin' ? [] : ['--origin', 'http://127.0.0.1:8080']),
+        `--${flag}`,
+        value,
+      ])
       expect(r.code, flag).toBe(EXIT.USAGE)
       expect(r.err, flag).toContain(`--${flag}`)
     }
@@ -131,7 +206,13 @@ describe('airlock nginx-config and caddy-config', () => {
   })
 
   it('caddy-config prints a site block; fail open is nginx only', async () => {
-    const r = await run(['caddy-config', '--origin', 'fastcgi:unix:/run/php/php8.2-fpm.sock', '--server-name', 'example.com'])
+    const r = await run([
+      'caddy-config',
+      '--origin',
+      'fastcgi:unix:/run/php/php8.2-fpm.sock',
+      '--server-name',
+      'example.com',
+    ])
     expect(r.code).toBe(EXIT.OK)
     expect(r.out).toContain('example.com {')
     expect(r.out).toContain('php_fastcgi unix//run/php/php8.2-fpm.sock')
@@ -154,7 +235,15 @@ describe('the systemd unit (deploy/airlock-auth.service)', () => {
     const exec = /^ExecStart=(.*)$/m.exec(readFileSync(UNIT, 'utf8'))![1]!.split(/\s+/)
     const args = exec.slice(exec.findIndex((a) => a.endsWith('cli.js')) + 1)
     writeFileSync(join(dir, 'auth.json'), JSON.stringify({ limit: 20 }))
-    const local = args.map((a) => (a === '/etc/airlock/auth.json' ? join(dir, 'auth.json') : a === '/etc/airlock/secret' ? secretFile : a === '8787' ? '0' : a))
+    const local = args.map((a) =>
+      a === '/etc/airlock/auth.json'
+        ? join(dir, 'auth.json')
+        : a === '/etc/airlock/secret'
+          ? secretFile
+          : a === '8787'
+            ? '0'
+            : a,
+    )
     const service = await cli(local, {}, /on (http:\/\/[^ /]+)\/\.airlock/)
     try {
       expect((await fetch(`${service.base}/.airlock/health`)).status).toBe(200)

@@ -10,8 +10,24 @@ describe('airlock control', () => {
   const priv = usePrivateRedis()
 
   it('set changes the record every gate follows; get prints it, as text or JSON; clear empties it', async () => {
-    const set = await airlock(['control', 'set', '--name', 'cli-shop', '--redis', priv.redis.url, '--limit', '3', '--mode', 'queue-all', '--rate', '10/s', '--opens-at', '2030-01-01T09:00:00Z', '--by', 'ops'])
-      .exited
+    const set = await airlock([
+      'control',
+      'set',
+      '--name',
+      'cli-shop',
+      '--redis',
+      priv.redis.url,
+      '--limit',
+      '3',
+      '--mode',
+      'queue-all',
+      '--rate',
+      '10/s',
+      '--opens-at',
+      '2030-01-01T09:00:00Z',
+      '--by',
+      'ops',
+    ]).exited
     expect(set.code, set.stderr).toBe(0)
     expect(set.stdout).toContain("gate 'cli-shop'")
     expect(set.stdout).toContain('admissionRate  600/min')
@@ -25,11 +41,17 @@ describe('airlock control', () => {
     })
     const get = await airlock(['control', 'get', '--name', 'cli-shop', '--redis', priv.redis.url, '--json']).exited
     expect(JSON.parse(get.stdout)).toMatchObject({ limit: 3, mode: 'queue-all', version: 1 })
-    const none = await airlock(['control', 'set', '--name', 'cli-shop', '--redis', priv.redis.url, '--limit', 'none']).exited
+    const none = await airlock(['control', 'set', '--name', 'cli-shop', '--redis', priv.redis.url, '--limit', 'none'])
+      .exited
     expect(none.code).toBe(0)
     expect((await airlockControl({ name: 'cli-shop', store: priv.store }).get()).limit).toBeNull()
     expect((await airlock(['control', 'clear', '--name', 'cli-shop', '--redis', priv.redis.url]).exited).code).toBe(0)
-    expect(await airlockControl({ name: 'cli-shop', store: priv.store }).get()).toMatchObject({ mode: 'normal', admissionRate: null, opensAt: null, version: 3 })
+    expect(await airlockControl({ name: 'cli-shop', store: priv.store }).get()).toMatchObject({
+      mode: 'normal',
+      admissionRate: null,
+      opensAt: null,
+      version: 3,
+    })
   })
 
   it.each([
@@ -61,13 +83,17 @@ describe('airlock dashboard', () => {
     expect(none.code).toBe(78)
     expect(none.stderr).toContain('AIRLOCK_DASHBOARD_TOKEN')
     const token = 'a-cli-dashboard-token-123'
-    const run = airlock(['dashboard', '--redis', priv.redis.url, '--name', 'a,b', '--port', '0'], { AIRLOCK_DASHBOARD_TOKEN: token })
+    const run = airlock(['dashboard', '--redis', priv.redis.url, '--name', 'a,b', '--port', '0'], {
+      AIRLOCK_DASHBOARD_TOKEN: token,
+    })
     const line = await run.waitFor(/dashboard on (http:\/\/[^ ]+)/)
     const url = /dashboard on (http:\/\/[^ ]+\/)/.exec(line)![1]!
     expect((await fetch(url)).status).toBe(401)
     const page = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
     expect(page.status).toBe(200)
-    const state = (await (await fetch(`${url}state`, { headers: { authorization: `Bearer ${token}` } })).json()) as { views: { name: string }[] }
+    const state = (await (await fetch(`${url}state`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      views: { name: string }[]
+    }
     expect(state.views.map((v) => v.name)).toEqual(['a', 'b'])
     run.proc.kill('SIGTERM')
     expect((await run.exited).code).toBe(0)

@@ -144,14 +144,28 @@ describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', (
     expect(done.code).toBe(70)
     expect(done.stdout).toMatch(/got SIGTERM\n$/) // it was asked first, and ignored it
     const lines = done.stderr.trim().split('\n')
-    expect(lines[0]).toMatch(new RegExp(`^airlock: lost the slot of '${name}' \\(a refresh found it expired or force-released\\); stopping .* with SIGTERM$`))
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^airlock: lost the slot of '${name}' \\(a refresh found it expired or force-released\\); stopping .* with SIGTERM$`,
+      ),
+    )
     expect(lines[1]).toMatch(/still running 500ms after SIGTERM; sending SIGKILL$/)
   })
 
   it('Redis stops while the command runs: the refresh fails, the command is stopped, exit 70', async () => {
     const own = await startRedis()
     try {
-      const run = airlock(['exec', '--name', uniq('outage'), '--redis', own.url, '--ttl', '1500ms', '--', ...child('hold')])
+      const run = airlock([
+        'exec',
+        '--name',
+        uniq('outage'),
+        '--redis',
+        own.url,
+        '--ttl',
+        '1500ms',
+        '--',
+        ...child('hold'),
+      ])
       await run.waitFor('started')
       await own.kill()
       const done = await run.exited
@@ -164,16 +178,28 @@ describe.runIf(redisAvailable)('airlock exec (real processes, private Redis)', (
 
   it('exits 69 with one line when Redis cannot be reached, 127 when the command does not exist', async () => {
     const port = await freePort()
-    const unreachable = await airlock(['exec', '--name', 'x', '--redis', `redis://:secret@127.0.0.1:${port}`, '--', 'true']).exited
+    const unreachable = await airlock([
+      'exec',
+      '--name',
+      'x',
+      '--redis',
+      `redis://:secret@127.0.0.1:${port}`,
+      '--',
+      'true',
+    ]).exited
     expect(unreachable.code).toBe(69)
-    expect(unreachable.stderr).toBe(`airlock: cannot reach Redis at redis://:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`)
+    expect(unreachable.stderr).toBe(
+      `airlock: cannot reach Redis at redis://:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    )
     const missing = await exec(uniq('missing'), [], ['airlock-test-no-such-command']).exited
     expect(missing.code).toBe(127)
     expect(missing.stderr).toBe('airlock: command not found: airlock-test-no-such-command (ENOENT)\n')
   })
 
   it('AIRLOCK_REDIS_URL stands in for --redis', async () => {
-    const run = await airlock(['exec', '--name', uniq('env'), '--', ...child('exit', '5')], { AIRLOCK_REDIS_URL: server.redis.url }).exited
+    const run = await airlock(['exec', '--name', uniq('env'), '--', ...child('exit', '5')], {
+      AIRLOCK_REDIS_URL: server.redis.url,
+    }).exited
     expect(run.code).toBe(5)
   })
 })

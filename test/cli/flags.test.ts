@@ -44,7 +44,8 @@ function table(command: 'exec' | 'serve', kinds: Record<string, FlagKind>) {
   for (const [flag, kind] of Object.entries(kinds)) {
     // 'localhost' is a host; only the empty host is refused.
     const values = flag === 'host' ? [''] : BAD_FLAG[kind]
-    for (const value of values) out.push([`--${flag} ${JSON.stringify(value)}`, argv(command, { ...needs, [flag]: value }), `--${flag}`])
+    for (const value of values)
+      out.push([`--${flag} ${JSON.stringify(value)}`, argv(command, { ...needs, [flag]: value }), `--${flag}`])
   }
   out.push(['--bogus 1', argv(command, { ...needs, bogus: '1' }), '--bogus'])
   return out
@@ -75,11 +76,25 @@ const execArgs = (flags: Record<string, string>): string[] => argv('exec', flags
 describe('flag extremes', () => {
   it('exec accepts the longest durations, forever, 0 and the largest counts; the library accepts them too', () => {
     const parsed = parseExec(
-      execArgs( { ...EXEC_NEEDS, ttl: String(LONGEST), wait: 'forever', 'kill-after': '596h', limit: '9007199254740991', weight: '9007199254740991' }),
+      execArgs({
+        ...EXEC_NEEDS,
+        ttl: String(LONGEST),
+        wait: 'forever',
+        'kill-after': '596h',
+        limit: '9007199254740991',
+        weight: '9007199254740991',
+      }),
       {},
     )
-    expect(parsed).toMatchObject({ ttl: LONGEST, wait: Infinity, killAfter: 596 * 3_600_000, limit: Number.MAX_SAFE_INTEGER })
-    expect(parseExec(execArgs({ ...EXEC_NEEDS, ttl: '596h', wait: String(LONGEST), 'kill-after': '0' }), {})).toMatchObject({
+    expect(parsed).toMatchObject({
+      ttl: LONGEST,
+      wait: Infinity,
+      killAfter: 596 * 3_600_000,
+      limit: Number.MAX_SAFE_INTEGER,
+    })
+    expect(
+      parseExec(execArgs({ ...EXEC_NEEDS, ttl: '596h', wait: String(LONGEST), 'kill-after': '0' }), {}),
+    ).toMatchObject({
       ttl: 596 * 3_600_000,
       wait: LONGEST,
       killAfter: 0,
@@ -102,7 +117,16 @@ describe('over-long durations, through the real command', () => {
     [['--ttl', '2147483648'], '--ttl must be at most 2147483647 ms'],
     [['--kill-after', '597h'], '--kill-after must be at most 2147483647 ms'],
   ])('airlock exec %j exits 64 with one line naming the flag and the limit', async (flag, message) => {
-    const { code, stdout, stderr } = await airlock(['exec', '--name', 'job', '--redis', 'redis://127.0.0.1:1', ...flag, '--', ...child('exit', '0')]).exited
+    const { code, stdout, stderr } = await airlock([
+      'exec',
+      '--name',
+      'job',
+      '--redis',
+      'redis://127.0.0.1:1',
+      ...flag,
+      '--',
+      ...child('exit', '0'),
+    ]).exited
     expect(code).toBe(EXIT.USAGE)
     expect(stdout).toBe('')
     expect(stderr.trim().split('\n')).toEqual([expect.stringContaining(message)])

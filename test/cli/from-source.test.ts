@@ -8,13 +8,17 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { ROOT } from './harness.js'
 
-const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version: string; scripts: Record<string, string> }
+const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as {
+  version: string
+  scripts: Record<string, string>
+}
 
 describe('the airlock command from source', () => {
   it('npm run airlock -- --help / --version / exec --help work without a build', () => {
     expect(Object.keys(pkg.scripts)).toContain('airlock')
     expect(pkg.scripts.airlock).not.toMatch(/dist\//)
-    const npm = (args: string[]) => spawnSync('npm', ['run', '--silent', 'airlock', '--', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 })
+    const npm = (args: string[]) =>
+      spawnSync('npm', ['run', '--silent', 'airlock', '--', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 })
     const help = npm(['--help'])
     expect([help.status, help.stdout]).toEqual([0, expect.stringMatching(/^Usage: airlock <command>/)])
     expect(npm(['--version']).stdout.trim()).toBe(pkg.version)

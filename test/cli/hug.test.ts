@@ -32,9 +32,18 @@ afterEach(async () => {
 })
 
 /** The Fastify example's site (limit 20, memory store, /health and /static bypassed), quiet. */
-async function site(gate: Record<string, unknown> = {}): Promise<{ url: string; counters: () => Promise<GateCounters> }> {
+async function site(
+  gate: Record<string, unknown> = {},
+): Promise<{ url: string; counters: () => Promise<GateCounters> }> {
   app = Fastify({ forceCloseConnections: true })
-  await app.register(airlockShield, { limit: 20, store: memoryStore(), secret: SECRET, bypass: ['/health', '/static'], logger: { warn: () => {}, info: () => {} }, ...gate })
+  await app.register(airlockShield, {
+    limit: 20,
+    store: memoryStore(),
+    secret: SECRET,
+    bypass: ['/health', '/static'],
+    logger: { warn: () => {}, info: () => {} },
+    ...gate,
+  })
   app.get('/', async () => ({ hello: 'world' }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const gateOf = app
@@ -44,7 +53,10 @@ async function site(gate: Record<string, unknown> = {}): Promise<{ url: string; 
   }
 }
 
-async function hug(url: string, flags: string[]): Promise<{ code: number | null; summary: HugSummary; stdout: string; stderr: string; report: string }> {
+async function hug(
+  url: string,
+  flags: string[],
+): Promise<{ code: number | null; summary: HugSummary; stdout: string; stderr: string; report: string }> {
   const report = join(dir, `report-${Math.random().toString(36).slice(2)}.html`)
   const run = airlock(['hug', url, '--json', '--report', report, ...flags])
   const { code, stdout, stderr } = await run.exited
@@ -60,7 +72,22 @@ const within = (actual: number, expected: number): void => {
 describe('airlock hug against the Fastify example at limit 20 (issue 40)', () => {
   it('2,000 visitors over 10 s and a flood of 100: the report counts what the gate counted; no origin errors; passed', async () => {
     const s = await site()
-    const { code, summary, stderr, report } = await hug(s.url, ['--visitors', '2000', '--over', '10s', '--flood', '100', '--patience', '3s', '--pages', '2', '--think', '300ms', '--limit', '20'])
+    const { code, summary, stderr, report } = await hug(s.url, [
+      '--visitors',
+      '2000',
+      '--over',
+      '10s',
+      '--flood',
+      '100',
+      '--patience',
+      '3s',
+      '--pages',
+      '2',
+      '--think',
+      '300ms',
+      '--limit',
+      '20',
+    ])
     const gate = await s.counters()
     expect(stderr).toContain('airlock hug: 2,000 visitors')
     expect(summary.visitors.arrived).toBe(2000)
@@ -83,7 +110,18 @@ describe('airlock hug against the Fastify example at limit 20 (issue 40)', () =>
 
   it('with the line: visitors wait in line, are admitted by its polls, and the counts still match', async () => {
     const s = await site({ limit: 5, passTtl: '4s', provisionalTtl: '2s', queue: { pollInterval: 500 } })
-    const { code, summary } = await hug(s.url, ['--visitors', '60', '--over', '2s', '--patience', '40s', '--pages', '2', '--think', '300ms'])
+    const { code, summary } = await hug(s.url, [
+      '--visitors',
+      '60',
+      '--over',
+      '2s',
+      '--patience',
+      '40s',
+      '--pages',
+      '2',
+      '--think',
+      '300ms',
+    ])
     const gate = await s.counters()
     expect(summary.visitors.admittedFromLine).toBeGreaterThan(10)
     expect(summary.visitors.inLineMax).toBeGreaterThan(10)
@@ -116,12 +154,27 @@ describe('airlock hug against an origin with no shield', () => {
     })
     await new Promise<void>((ok) => origin.listen(0, '127.0.0.1', ok))
     const url = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/`
-    const { code, summary, report } = await hug(url, ['--visitors', '600', '--over', '1s', '--patience', '5s', '--pages', '3', '--think', '1s', '--limit', '20'])
+    const { code, summary, report } = await hug(url, [
+      '--visitors',
+      '600',
+      '--over',
+      '1s',
+      '--patience',
+      '5s',
+      '--pages',
+      '3',
+      '--think',
+      '1s',
+      '--limit',
+      '20',
+    ])
     expect(code).toBe(1)
     expect(summary.answers.originErrors).toBeGreaterThan(0)
     expect(summary.answers.originErrorsBy['500']).toBe(summary.answers.originErrors)
     expect(summary.answers.busy).toBe(0)
-    expect(summary.failures[0]).toMatch(/^the origin answered \d+ request\(s\) with a 5xx the shield did not send \(\d+ × 500\)$/)
+    expect(summary.failures[0]).toMatch(
+      /^the origin answered \d+ request\(s\) with a 5xx the shield did not send \(\d+ × 500\)$/,
+    )
     // Nothing held visitors back: far more than 20 were on the site at once.
     expect(summary.failures[1]).toMatch(/visitors were on the site at once, more than the limit of 20$/)
     expect(report).toContain('<p class="verdict fail">Failed:</p>')
@@ -132,8 +185,13 @@ describe('airlock hug against an origin with no shield', () => {
     const run = airlock(['hug', 'http://127.0.0.1:1/', '--visitors', 'many'])
     const { code, stderr } = await run.exited
     expect(code).toBe(64)
-    expect(stderr).toBe("airlock hug: --visitors must be an integer from 1 to 1000000, got 'many' (see airlock hug --help)\n")
+    expect(stderr).toBe(
+      "airlock hug: --visitors must be an integer from 1 to 1000000, got 'many' (see airlock hug --help)\n",
+    )
     const none = await airlock(['hug']).exited
-    expect([none.code, none.stderr]).toEqual([64, 'airlock hug: the URL to rehearse on is required: airlock hug http://127.0.0.1:3000/ (see airlock hug --help)\n'])
+    expect([none.code, none.stderr]).toEqual([
+      64,
+      'airlock hug: the URL to rehearse on is required: airlock hug http://127.0.0.1:3000/ (see airlock hug --help)\n',
+    ])
   })
 })

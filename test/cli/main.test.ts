@@ -31,7 +31,17 @@ describe('airlock (in process)', () => {
   it('exec --help documents every flag and every exit status', async () => {
     const { code, out } = await run(['exec', '--help'])
     expect(code).toBe(0)
-    for (const flag of ['--name NAME', '--limit N', '--weight N', '--ttl DURATION', '--wait DURATION', '--kill-after DURATION', '--redis URL', '--prefix PREFIX', '-h, --help']) {
+    for (const flag of [
+      '--name NAME',
+      '--limit N',
+      '--weight N',
+      '--ttl DURATION',
+      '--wait DURATION',
+      '--kill-after DURATION',
+      '--redis URL',
+      '--prefix PREFIX',
+      '-h, --help',
+    ]) {
       expect(out).toContain(flag)
     }
     for (const status of ['128+N', '64 ', '69 ', '70 ', '75 ', '126 ', '127 ']) expect(out).toContain(`  ${status}`)
@@ -44,23 +54,37 @@ describe('airlock (in process)', () => {
     const { out } = await run(['exec', '--help'])
     const cron = out.split('\n').filter((line) => /^\s*(\S+\s+){5}\S/.test(line) && line.includes('*'))
     expect(cron).toHaveLength(1)
-    expect(cron[0]).toMatch(/^\s*\*\/5 \* \* \* \* cd \/srv\/app && AIRLOCK_REDIS_URL=\S+ node_modules\/\.bin\/airlock exec --name report /)
+    expect(cron[0]).toMatch(
+      /^\s*\*\/5 \* \* \* \* cd \/srv\/app && AIRLOCK_REDIS_URL=\S+ node_modules\/\.bin\/airlock exec --name report /,
+    )
     expect(out).not.toContain('npx airlock')
   })
 
   it('serve --help documents every flag and the key variables', async () => {
     const { code, out } = await run(['serve', '--help'])
     expect(code).toBe(0)
-    for (const flag of ['-p, --port PORT', '--host HOST', '--redis URL', '--prefix PREFIX', '--body-limit BYTES', '--log-level LEVEL', '-h, --help']) {
+    for (const flag of [
+      '-p, --port PORT',
+      '--host HOST',
+      '--redis URL',
+      '--prefix PREFIX',
+      '--body-limit BYTES',
+      '--log-level LEVEL',
+      '-h, --help',
+    ]) {
       expect(out).toContain(flag)
     }
-    for (const env of ['AIRLOCK_READ_KEY', 'AIRLOCK_READ_LOCK_KEY', 'AIRLOCK_WRITE_KEY', 'AIRLOCK_REDIS_URL']) expect(out).toContain(env)
+    for (const env of ['AIRLOCK_READ_KEY', 'AIRLOCK_READ_LOCK_KEY', 'AIRLOCK_WRITE_KEY', 'AIRLOCK_REDIS_URL'])
+      expect(out).toContain(env)
   })
 
   const cmd = ['--', 'true']
   const redis = ['--redis', 'redis://127.0.0.1:6399']
   it.each([
-    [[], /a command is required: exec, serve, control, dashboard, hug, report, proxy, auth, nginx-config or caddy-config/],
+    [
+      [],
+      /a command is required: exec, serve, control, dashboard, hug, report, proxy, auth, nginx-config or caddy-config/,
+    ],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['--frob'], /unknown flag --frob/],
     [['exec', '--nmae', 'x', ...redis, ...cmd], /unknown flag --nmae; did you mean --name\?/],
@@ -73,21 +97,39 @@ describe('airlock (in process)', () => {
     [['exec', '--name', 'a b', ...redis, ...cmd], /--name must be 1 to 64 characters of letters, digits/],
     [['exec', '--name', 'x', '--limit', '0', ...redis, ...cmd], /--limit must be a positive integer, got '0'/],
     [['exec', '--name', 'x', '--limit', '2.5', ...redis, ...cmd], /--limit must be a positive integer, got '2.5'/],
-    [['exec', '--name', 'x', '--limit', '2', '--weight', '3', ...redis, ...cmd], /--weight must be at most --limit \(2\), got '3'/],
-    [['exec', '--name', 'x', '--ttl', 'soon', ...redis, ...cmd], /--ttl must be a positive duration in ms or with a unit \(500ms, 30s, 5m, 1h\), got 'soon'/],
+    [
+      ['exec', '--name', 'x', '--limit', '2', '--weight', '3', ...redis, ...cmd],
+      /--weight must be at most --limit \(2\), got '3'/,
+    ],
+    [
+      ['exec', '--name', 'x', '--ttl', 'soon', ...redis, ...cmd],
+      /--ttl must be a positive duration in ms or with a unit \(500ms, 30s, 5m, 1h\), got 'soon'/,
+    ],
     [['exec', '--name', 'x', '--ttl', '0', ...redis, ...cmd], /--ttl must be a positive duration/],
     // Seconds written without a unit (issue 25): refused with the likely intent, not run with 60 ms.
-    [['exec', '--name', 'x', '--ttl', '60', ...redis, ...cmd], /--ttl is in milliseconds without a unit: 60 is 60 ms; did you mean 60s\? \(write 60ms if you do mean milliseconds\)/],
+    [
+      ['exec', '--name', 'x', '--ttl', '60', ...redis, ...cmd],
+      /--ttl is in milliseconds without a unit: 60 is 60 ms; did you mean 60s\? \(write 60ms if you do mean milliseconds\)/,
+    ],
     [['exec', '--name', 'x', '--wait', '-5', ...redis, ...cmd], /--wait must be a duration .* or 'forever', got '-5'/],
     [['exec', '--name', 'x', '--kill-after', '5d', ...redis, ...cmd], /--kill-after must be a duration/],
     [['exec', '--name', 'x', '--prefix', '{x}', ...redis, ...cmd], /--prefix must be 1 to 64 characters/],
-    [['exec', '--name', 'x', ...cmd], /--redis URL \(or AIRLOCK_REDIS_URL\) is required: without Redis each airlock process has its own memory/],
-    [['exec', '--name', 'x', '--redis', 'http://user:secret@host', ...cmd], /--redis must be a redis:\/\/ or rediss:\/\/ URL .* got 'http:\/\/user:\*\*\*@host\/'/],
+    [
+      ['exec', '--name', 'x', ...cmd],
+      /--redis URL \(or AIRLOCK_REDIS_URL\) is required: without Redis each airlock process has its own memory/,
+    ],
+    [
+      ['exec', '--name', 'x', '--redis', 'http://user:secret@host', ...cmd],
+      /--redis must be a redis:\/\/ or rediss:\/\/ URL .* got 'http:\/\/user:\*\*\*@host\/'/,
+    ],
     [['exec', '--name', 'x', ...redis], /no command given: airlock exec --name NAME --redis URL -- COMMAND/],
     [['exec', '--name', 'x', ...redis, '--'], /no command given/],
     [['serve', '--port', '70000'], /--port must be an integer from 0 to 65535, got '70000'/],
     [['serve', 'extra'], /unexpected argument 'extra'/],
-    [['serve', '--log-level', 'loud'], /--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/],
+    [
+      ['serve', '--log-level', 'loud'],
+      /--log-level must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'/,
+    ],
     [['serve', '--body-limit', '0'], /--body-limit must be a positive integer/],
     [['serve', '--redis', 'localhost:6379'], /--redis must be a redis:\/\/ or rediss:\/\/ URL/],
   ])('%j → exit 64 with one line naming the problem', async (argv, message) => {

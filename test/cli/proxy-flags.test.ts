@@ -70,14 +70,20 @@ function argv(flags: Record<string, string>): string[] {
 }
 
 describe('airlock proxy: every flag with the bad values of its kind', () => {
-  const rows = Object.entries(FLAGS).flatMap(([flag, values]) => values.map((value) => [`--${flag} ${JSON.stringify(value)}`, flag, value] as const))
+  const rows = Object.entries(FLAGS).flatMap(([flag, values]) =>
+    values.map((value) => [`--${flag} ${JSON.stringify(value)}`, flag, value] as const),
+  )
   it.each(rows)('%s → exit 64 naming the flag', async (_, flag, value) => {
     const { code, err } = await run(argv({ ...NEEDS, [flag]: value }))
     expect(code).toBe(EXIT.USAGE)
     expect(err).toHaveLength(1)
     // A flag's message names it as a flag or as the option it sets.
     const option = flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())
-    expect(err[0], err[0]).toMatch(new RegExp(`--${flag}|\\b${option}\\b|${flag === 'metrics' ? 'metricsPath' : flag === 'adaptive' ? 'limit' : flag}`))
+    expect(err[0], err[0]).toMatch(
+      new RegExp(
+        `--${flag}|\\b${option}\\b|${flag === 'metrics' ? 'metricsPath' : flag === 'adaptive' ? 'limit' : flag}`,
+      ),
+    )
   })
 
   it('--pass-tl (misspelt) names --pass-ttl', async () => {
@@ -89,7 +95,16 @@ describe('airlock proxy: every flag with the bad values of its kind', () => {
 
 describe('airlock proxy --config: a file with a mistake exits 64 naming the file and the mistake', () => {
   it.each(CONFIGS)('%s', async (_, path, names) => {
-    const { code, err } = await run(['--config', path, '--target', 'http://127.0.0.1:9', '--port', '0', '--log-level', 'silent'])
+    const { code, err } = await run([
+      '--config',
+      path,
+      '--target',
+      'http://127.0.0.1:9',
+      '--port',
+      '0',
+      '--log-level',
+      'silent',
+    ])
     expect(code).toBe(EXIT.USAGE)
     expect(err).toHaveLength(1)
     expect(err[0]).toContain(names)

@@ -16,7 +16,8 @@ requireRedis()
 const without =
   (...hidden: Peer[]) =>
   <T>(name: Peer, feature: string): T => {
-    if (hidden.includes(name)) throw new AirlockError('ERR_AIRLOCK_PEER_MISSING', `${feature} needs ${name} (hidden by the test)`)
+    if (hidden.includes(name))
+      throw new AirlockError('ERR_AIRLOCK_PEER_MISSING', `${feature} needs ${name} (hidden by the test)`)
     return loadPeer<T>(name, feature)
   }
 
@@ -34,7 +35,13 @@ describe('airlock --redis: the Redis client the user has', () => {
     ['node-redis, when ioredis is not installed', ['ioredis']],
   ] as const) {
     it(`connects with ${client}, and its store decides`, async () => {
-      const conn = await connectRedis(`redis://127.0.0.1:${redis.port}`, `cli-${hidden.length}`, '--redis', 5_000, without(...hidden))
+      const conn = await connectRedis(
+        `redis://127.0.0.1:${redis.port}`,
+        `cli-${hidden.length}`,
+        '--redis',
+        5_000,
+        without(...hidden),
+      )
       try {
         const name = 'cli-client'
         const a = await conn.store.acquire(name, { token: 'a', limit: 1, ttl: 5_000, weight: 1 })
@@ -48,15 +55,25 @@ describe('airlock --redis: the Redis client the user has', () => {
   }
 
   it('neither installed: exit 69 and one message naming both clients and the install command', async () => {
-    const err = await connectRedis(`redis://127.0.0.1:${redis.port}`, 'cli', '--redis', 5_000, without('ioredis', 'redis')).catch((e: unknown) => e)
+    const err = await connectRedis(
+      `redis://127.0.0.1:${redis.port}`,
+      'cli',
+      '--redis',
+      5_000,
+      without('ioredis', 'redis'),
+    ).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(CliError)
-    expect((err as CliError).message).toMatch(/neither ioredis nor redis \(node-redis\) is installed: npm install ioredis \(or: npm install redis\)/)
+    expect((err as CliError).message).toMatch(
+      /neither ioredis nor redis \(node-redis\) is installed: npm install ioredis \(or: npm install redis\)/,
+    )
     expect((err as CliError).code).toBe(69)
   })
 
   it('node-redis on a dead port: exit 69 within the timeout', async () => {
     const t0 = Date.now()
-    const err = await connectRedis('redis://127.0.0.1:1', 'cli', '--redis', 1_000, without('ioredis')).catch((e: unknown) => e)
+    const err = await connectRedis('redis://127.0.0.1:1', 'cli', '--redis', 1_000, without('ioredis')).catch(
+      (e: unknown) => e,
+    )
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).message).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1/)
     expect(Date.now() - t0).toBeLessThan(5_000)

@@ -69,11 +69,16 @@ describe.runIf(redisAvailable)('airlock serve (real process)', () => {
 
   it('exits 69 with one line when Redis cannot be reached, 1 when the port is taken', async () => {
     const port = await freePort()
-    const unreachable = await airlock(['serve', '--redis', `redis://127.0.0.1:${port}`], { AIRLOCK_WRITE_KEY: WRITE }).exited
+    const unreachable = await airlock(['serve', '--redis', `redis://127.0.0.1:${port}`], { AIRLOCK_WRITE_KEY: WRITE })
+      .exited
     expect(unreachable.code).toBe(69)
-    expect(unreachable.stderr).toBe(`airlock: cannot reach Redis at redis://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`)
+    expect(unreachable.stderr).toBe(
+      `airlock: cannot reach Redis at redis://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    )
     const first = await serve([])
-    const taken = await airlock(['serve', '--port', new URL(first.url).port, '--log-level', 'silent'], { AIRLOCK_WRITE_KEY: WRITE }).exited
+    const taken = await airlock(['serve', '--port', new URL(first.url).port, '--log-level', 'silent'], {
+      AIRLOCK_WRITE_KEY: WRITE,
+    }).exited
     expect(taken.code).toBe(1)
     expect(taken.stderr).toMatch(/^airlock: cannot listen on 127.0.0.1:\d+: .*EADDRINUSE/)
     first.run.proc.kill('SIGTERM')

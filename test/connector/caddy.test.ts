@@ -27,7 +27,12 @@ echo "page from PHP\\n";
 }
 
 async function get(url: string, cookie?: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string> | undefined) }, redirect: 'manual', signal: AbortSignal.timeout(10_000) })
+  return fetch(url, {
+    ...init,
+    headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string> | undefined) },
+    redirect: 'manual',
+    signal: AbortSignal.timeout(10_000),
+  })
 }
 
 describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth deciding (issue 39)', () => {
@@ -35,15 +40,31 @@ describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth de
   let service: DecisionService
   let caddy: Caddy
   let decisions = 0
-  const hits = (): string[] => readFileSync(join(php.root, 'hits.log'), 'utf8').split('\n').filter((l) => l !== '')
+  const hits = (): string[] =>
+    readFileSync(join(php.root, 'hits.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
   beforeAll(async () => {
     php = await startPhpFpm(SITE)
     writeFileSync(join(php.root, 'hits.log'), '')
     const port = await freePort()
-    service = await createDecisionService({ limit: 1, queue: false, secret: SECRET, store: memoryStore(), clientShare: false })
+    service = await createDecisionService({
+      limit: 1,
+      queue: false,
+      secret: SECRET,
+      store: memoryStore(),
+      clientShare: false,
+    })
     service.server.on('request', () => decisions++)
     await service.listen({ port })
-    caddy = await startCaddy((address) => caddyConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${port}`, serverName: address, root: php.root }))
+    caddy = await startCaddy((address) =>
+      caddyConfig({
+        origin: `fastcgi:${php.address}`,
+        service: `127.0.0.1:${port}`,
+        serverName: address,
+        root: php.root,
+      }),
+    )
   }, 30_000)
   afterAll(async () => {
     await caddy?.stop()
@@ -56,19 +77,27 @@ describe.skipIf(!ready)('Caddy forward-auth in front of PHP-FPM, airlock auth de
     expect(first.status).toBe(200)
     expect(await first.text()).toBe('page from PHP\n')
     expect(hits()).toContain('POST /index.php a=1')
-    const provisional = first.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
+    const provisional = first.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('airlock_pass='))!
+      .split(';')[0]!
     expect(first.headers.get('airlock-action')).toBeNull()
     // A query string comes along (Caddy's rewrite keeps it on the question): still a question.
     const second = await get(`${caddy.url}/index.php?p=42&s=hello`, provisional)
     expect(second.status).toBe(200)
-    const full = second.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
+    const full = second.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('airlock_pass='))!
+      .split(';')[0]!
     expect(full).toMatch(/~f~/)
     expect((await get(`${caddy.url}/index.php`, full)).status).toBe(200)
     const before = decisions
     expect(await (await get(`${caddy.url}/style.css`)).text()).toContain('color')
     expect(decisions).toBe(before)
     const count = hits().length
-    const busy = await get(`${caddy.url}/index.php`, undefined, { headers: { 'accept-language': 'es', accept: 'text/html' } })
+    const busy = await get(`${caddy.url}/index.php`, undefined, {
+      headers: { 'accept-language': 'es', accept: 'text/html' },
+    })
     expect(busy.status).toBe(503)
     expect(busy.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(busy.headers.get('content-language')).toBe('es')
@@ -96,7 +125,14 @@ describe.skipIf(!ready)('Caddy keeps every Set-Cookie of the decision (issue 39)
 
   it('both cookies of a continue reach the visitor with the page; an answer (with cookies) is never taken for a continue', async () => {
     const php = await startPhpFpm(SITE)
-    const caddy = await startCaddy((address) => caddyConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${stubPort()}`, serverName: address, root: php.root }))
+    const caddy = await startCaddy((address) =>
+      caddyConfig({
+        origin: `fastcgi:${php.address}`,
+        service: `127.0.0.1:${stubPort()}`,
+        serverName: address,
+        root: php.root,
+      }),
+    )
     try {
       await expectBothCookies(caddy.url)
     } finally {

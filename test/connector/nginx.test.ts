@@ -45,9 +45,27 @@ interface Site {
 }
 
 /** PHP-FPM + the decision service + nginx with the generated configuration. */
-async function site(php: PhpFpm, options: { limit?: number; queue?: boolean; check?: 'njs' | 'auth_request'; fail?: 'closed' | 'open'; secrets?: string[]; serviceSecrets?: string[]; refusalCache?: number } = {}): Promise<Site> {
+async function site(
+  php: PhpFpm,
+  options: {
+    limit?: number
+    queue?: boolean
+    check?: 'njs' | 'auth_request'
+    fail?: 'closed' | 'open'
+    secrets?: string[]
+    serviceSecrets?: string[]
+    refusalCache?: number
+  } = {},
+): Promise<Site> {
   const port = await freePort()
-  const service = await createDecisionService({ limit: options.limit ?? 2, queue: options.queue ?? false, secret: options.serviceSecrets ?? options.secrets ?? [SECRET], store: memoryStore(), refusalCache: options.refusalCache ?? 1, clientShare: false })
+  const service = await createDecisionService({
+    limit: options.limit ?? 2,
+    queue: options.queue ?? false,
+    secret: options.serviceSecrets ?? options.secrets ?? [SECRET],
+    store: memoryStore(),
+    refusalCache: options.refusalCache ?? 1,
+    clientShare: false,
+  })
   let decisions = 0
   service.server.on('request', (req) => {
     if (req.url?.startsWith('/.airlock/')) decisions++
@@ -59,14 +77,26 @@ async function site(php: PhpFpm, options: { limit?: number; queue?: boolean; che
   writeFileSync(join(dir, 'airlock.json'), JSON.stringify(settings))
   writeFileSync(join(dir, 'busy.html'), settings.busyPage)
   const nginx = await startNginxWith((listen, own) =>
-    nginxConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${port}`, listen: `127.0.0.1:${listen}`, root: php.root, dir, cacheDir: join(own, 'cache'), check: options.check ?? 'njs', fail: options.fail ?? 'closed' }),
+    nginxConfig({
+      origin: `fastcgi:${php.address}`,
+      service: `127.0.0.1:${port}`,
+      listen: `127.0.0.1:${listen}`,
+      root: php.root,
+      dir,
+      cacheDir: join(own, 'cache'),
+      check: options.check ?? 'njs',
+      fail: options.fail ?? 'closed',
+    }),
   )
   writeFileSync(join(php.root, 'hits.log'), '')
   return {
     nginx,
     service,
     decisions: () => decisions,
-    hits: () => readFileSync(join(php.root, 'hits.log'), 'utf8').split('\n').filter((l) => l !== ''),
+    hits: () =>
+      readFileSync(join(php.root, 'hits.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
     async stop() {
       await nginx.stop()
       await service.close()
@@ -75,22 +105,46 @@ async function site(php: PhpFpm, options: { limit?: number; queue?: boolean; che
 }
 
 /** A pass value as the service signs them (`secret`, this gate, `expiresAt`, full or provisional). */
-function passValue(secret: string, expiresAt: number, provisional = false, gate = 'default', token = 'some-token'): string {
+function passValue(
+  secret: string,
+  expiresAt: number,
+  provisional = false,
+  gate = 'default',
+  token = 'some-token',
+): string {
   return encodePass(createSigner({ secrets: [secret], context: PASS_CONTEXT }), { gate, token, expiresAt, provisional })
 }
 
 const agents = new Map<string, Agent>()
 /** A request from the loopback address `address` (nginx's $remote_addr: a client of its own). */
-async function fromAddress(address: string, url: string, cookie?: string): Promise<{ status: number; language: string | null; retryAfter: string | null; airlock: string | null }> {
+async function fromAddress(
+  address: string,
+  url: string,
+  cookie?: string,
+): Promise<{ status: number; language: string | null; retryAfter: string | null; airlock: string | null }> {
   let agent = agents.get(address)
   if (agent === undefined) agents.set(address, (agent = new Agent({ localAddress: address })))
-  const r = await undiciFetch(url, { dispatcher: agent, headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(20_000) })
+  const r = await undiciFetch(url, {
+    dispatcher: agent,
+    headers: cookie ? { cookie } : {},
+    signal: AbortSignal.timeout(20_000),
+  })
   await r.text()
-  return { status: r.status, language: r.headers.get('content-language'), retryAfter: r.headers.get('retry-after'), airlock: r.headers.get('airlock') }
+  return {
+    status: r.status,
+    language: r.headers.get('content-language'),
+    retryAfter: r.headers.get('retry-after'),
+    airlock: r.headers.get('airlock'),
+  }
 }
 
 async function get(url: string, cookie?: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string> | undefined) }, redirect: 'manual', signal: AbortSignal.timeout(10_000) })
+  return fetch(url, {
+    ...init,
+    headers: { ...(cookie ? { cookie } : {}), ...(init.headers as Record<string, string> | undefined) },
+    redirect: 'manual',
+    signal: AbortSignal.timeout(10_000),
+  })
 }
 
 /** Fills the site: `limit` newcomers, each confirmed once (a full pass). Resolves their full-pass cookies. */
@@ -168,7 +222,7 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
       provisional: passValue(SECRET, now + 10_000, true),
       'due for renewal (its slot gone)': passValue(SECRET, now + ttl / 4),
       'over-long': `p1~default~${'x'.repeat(400)}~${(now + ttl).toString(36)}~f~${'A'.repeat(43)}`,
-      'junk': '%00%ff<script>',
+      junk: '%00%ff<script>',
     }
     const hitsBefore = s.hits().length
     for (const [name, value] of Object.entries(cases)) {
@@ -186,7 +240,9 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
   })
 
   it("a refusal is the gate's real busy page: 503, Retry-After, the visitor's language", async () => {
-    const r = await get(`${s.nginx.url}/index.php`, undefined, { headers: { 'accept-language': 'de-DE,de;q=0.9', accept: 'text/html' } })
+    const r = await get(`${s.nginx.url}/index.php`, undefined, {
+      headers: { 'accept-language': 'de-DE,de;q=0.9', accept: 'text/html' },
+    })
     expect(r.status).toBe(503)
     expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(r.headers.get('content-type')).toMatch(/text\/html/)
@@ -197,12 +253,16 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
     expect(body).toMatch(/lang="de"/)
   })
 
-  it('a refusal that is everyone\'s is kept a second by nginx: a crowd costs the service one decision a second', async () => {
+  it("a refusal that is everyone's is kept a second by nginx: a crowd costs the service one decision a second", async () => {
     await new Promise((r) => setTimeout(r, 1100))
     const before = s.decisions()
     const t0 = Date.now()
     // A crowd: 40 visitors, each from an address of its own.
-    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => fromAddress(`127.0.9.${10 + i}`, `${s.nginx.url}/index.php`).then((r) => r.status)))
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        fromAddress(`127.0.9.${10 + i}`, `${s.nginx.url}/index.php`).then((r) => r.status),
+      ),
+    )
     expect(answers.every((x) => x === 503)).toBe(true)
     // One decision for each second the crowd lasted (2 on a quiet box), whatever a loaded box takes.
     expect(s.decisions() - before).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - t0) / 1000))
@@ -216,13 +276,19 @@ describe.skipIf(!ready)('nginx + njs: what never reaches PHP, and what the visit
   it('a client that retries at once is paced by nginx: past its burst, nginx answers its own busy page without asking', async () => {
     const before = s.decisions()
     const t0 = Date.now()
-    const answers = await Promise.all(Array.from({ length: 70 }, (_, i) => fromAddress('127.0.9.200', `${s.nginx.url}/index.php?n=${i}`, 'airlock_ticket=x')))
+    const answers = await Promise.all(
+      Array.from({ length: 70 }, (_, i) =>
+        fromAddress('127.0.9.200', `${s.nginx.url}/index.php?n=${i}`, 'airlock_ticket=x'),
+      ),
+    )
     expect(answers.every((r) => r.status === 503)).toBe(true)
     const fromNginx = answers.filter((r) => r.language === null)
     expect(fromNginx.length).toBeGreaterThanOrEqual(70 - 51)
-    for (const r of fromNginx) expect([r.retryAfter, r.airlock], JSON.stringify(fromNginx)).toEqual(['5', 'busy; reason=client-rate'])
+    for (const r of fromNginx)
+      expect([r.retryAfter, r.airlock], JSON.stringify(fromNginx)).toEqual(['5', 'busy; reason=client-rate'])
     // The rest are the service's answers: the gate's reason (the ticket is forged, so: a newcomer's).
-    for (const r of answers.filter((a) => a.language !== null)) expect(r.airlock).toMatch(/^busy; reason=(full|client-share); gate=default$/)
+    for (const r of answers.filter((a) => a.language !== null))
+      expect(r.airlock).toMatch(/^busy; reason=(full|client-share); gate=default$/)
     // The rest waited their turn (5 a second): the service was asked only for those.
     expect(s.decisions() - before).toBeLessThanOrEqual(51)
     expect(Date.now() - t0).toBeGreaterThan(5_000)
@@ -258,7 +324,11 @@ describe.skipIf(!ready)('nginx + njs: a POST, the waiting room, the service down
     const php = await startPhpFpm(SITE)
     const s = await site(php)
     try {
-      const r = await get(`${s.nginx.url}/index.php?form`, undefined, { method: 'POST', body: 'name=ada&x=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      const r = await get(`${s.nginx.url}/index.php?form`, undefined, {
+        method: 'POST',
+        body: 'name=ada&x=1',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      })
       expect(r.status).toBe(200)
       expect(s.hits()).toContain('POST /index.php?form name=ada&x=1')
     } finally {
@@ -275,9 +345,14 @@ describe.skipIf(!ready)('nginx + njs: a POST, the waiting room, the service down
       const hits = s.hits().length
       const r = await get(`${s.nginx.url}/index.php`, undefined, { headers: { accept: 'text/html' } })
       expect(r.status).toBe(202)
-      const ticket = r.headers.getSetCookie().find((c) => c.startsWith('airlock_ticket='))!.split(';')[0]!
+      const ticket = r.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('airlock_ticket='))!
+        .split(';')[0]!
       expect(await r.text()).toContain('<html')
-      const poll = await get(`${s.nginx.url}/index.php`, ticket, { headers: { 'x-airlock-poll': '1', accept: 'application/json' } })
+      const poll = await get(`${s.nginx.url}/index.php`, ticket, {
+        headers: { 'x-airlock-poll': '1', accept: 'application/json' },
+      })
       expect(poll.status).toBe(202)
       expect(await poll.json()).toMatchObject({ status: 'queued', position: 1 })
       expect(s.hits().length).toBe(hits)
@@ -287,7 +362,7 @@ describe.skipIf(!ready)('nginx + njs: a POST, the waiting room, the service down
     }
   })
 
-  it('the service down: newcomers get nginx\'s own busy page (fail closed), pass holders keep getting in', async () => {
+  it("the service down: newcomers get nginx's own busy page (fail closed), pass holders keep getting in", async () => {
     const php = await startPhpFpm(SITE)
     const s = await site(php)
     try {
@@ -328,11 +403,33 @@ describe.skipIf(!ready)('nginx keeps every Set-Cookie of the decision (issue 39)
       const php = await startPhpFpm(SITE)
       const dir = mkdtempSync(join(tmpdir(), 'airlock-njs-'))
       writeFileSync(join(dir, 'airlock.js'), NJS_MODULE)
-      writeFileSync(join(dir, 'airlock.json'), JSON.stringify({ gate: 'default', cookie: 'airlock_pass', ticket: 'airlock_ticket', passTtl: 60_000, secrets: [SECRET], fail: 'closed', retryAfter: 5, busyPage: 'busy' }))
+      writeFileSync(
+        join(dir, 'airlock.json'),
+        JSON.stringify({
+          gate: 'default',
+          cookie: 'airlock_pass',
+          ticket: 'airlock_ticket',
+          passTtl: 60_000,
+          secrets: [SECRET],
+          fail: 'closed',
+          retryAfter: 5,
+          busyPage: 'busy',
+        }),
+      )
       writeFileSync(join(dir, 'busy.html'), 'busy')
-      const nginx = await startNginxWith((listen, own) => nginxConfig({ origin: `fastcgi:${php.address}`, service: `127.0.0.1:${stubPort()}`, listen: `127.0.0.1:${listen}`, root: php.root, dir, cacheDir: join(own, 'cache'), check }))
+      const nginx = await startNginxWith((listen, own) =>
+        nginxConfig({
+          origin: `fastcgi:${php.address}`,
+          service: `127.0.0.1:${stubPort()}`,
+          listen: `127.0.0.1:${listen}`,
+          root: php.root,
+          dir,
+          cacheDir: join(own, 'cache'),
+          check,
+        }),
+      )
       try {
-          await expectBothCookies(nginx.url)
+        await expectBothCookies(nginx.url)
       } finally {
         await nginx.stop()
         await php.stop()
@@ -350,7 +447,9 @@ describe.skipIf(!ready)('nginx auth_request (no njs), in front of PHP-FPM (issue
       const before = s.decisions()
       expect((await get(`${s.nginx.url}/index.php`, pass)).status).toBe(200)
       expect(s.decisions()).toBe(before + 1)
-      const r = await get(`${s.nginx.url}/index.php?page=2&q=a%20b`, undefined, { headers: { 'accept-language': 'fr', accept: 'text/html' } })
+      const r = await get(`${s.nginx.url}/index.php?page=2&q=a%20b`, undefined, {
+        headers: { 'accept-language': 'fr', accept: 'text/html' },
+      })
       expect(r.status).toBe(503)
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
       expect(r.headers.get('content-language')).toBe('fr')

@@ -18,7 +18,12 @@ export async function twoCookieService(port: number): Promise<Server> {
     const path = (req.url ?? '').split('?')[0]
     const asking = path === '/.airlock/decide' || path === '/.airlock/auth-request'
     if (asking && uri.includes('go')) {
-      res.writeHead(200, { 'airlock-action': 'continue', 'set-cookie': TWO_COOKIES, 'airlock-cookie-1': one, 'airlock-cookie-2': two })
+      res.writeHead(200, {
+        'airlock-action': 'continue',
+        'set-cookie': TWO_COOKIES,
+        'airlock-cookie-1': one,
+        'airlock-cookie-2': two,
+      })
       res.end()
       return
     }
@@ -27,7 +32,15 @@ export async function twoCookieService(port: number): Promise<Server> {
       res.end()
       return
     }
-    res.writeHead(503, { 'airlock-action': 'answer', 'retry-after': '3', 'content-type': 'text/html', 'set-cookie': TWO_COOKIES, 'airlock-cookie-1': one, 'airlock-cookie-2': two, 'x-accel-expires': '0' })
+    res.writeHead(503, {
+      'airlock-action': 'answer',
+      'retry-after': '3',
+      'content-type': 'text/html',
+      'set-cookie': TWO_COOKIES,
+      'airlock-cookie-1': one,
+      'airlock-cookie-2': two,
+      'x-accel-expires': '0',
+    })
     res.end('<html>busy</html>')
   })
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))

@@ -1,11 +1,24 @@
 import { describe, expect, it } from 'vitest'
-import { AdaptiveEstimator, histogramQuantile, latencyBucket, PROBE_BUDGET, TOLERANCE, type AdaptiveWindow } from '../../src/core/adaptive.js'
+import {
+  AdaptiveEstimator,
+  histogramQuantile,
+  latencyBucket,
+  PROBE_BUDGET,
+  TOLERANCE,
+  type AdaptiveWindow,
+} from '../../src/core/adaptive.js'
 
 /** A backend of capacity c that slows down: 50 ms up to c inside, a quarter slower per request above, 500s past 150 ms. */
 function slowWindow(limit: number, c: number): AdaptiveWindow {
   const p95 = 50 * (1 + Math.max(0, limit - c) / 4)
   const failing = p95 > 150
-  return { samples: 200, p95: failing ? 150 : p95, failures: failing ? Math.round((200 * (limit - c - 8)) / limit) : 0, refused: 10, inside: limit }
+  return {
+    samples: 200,
+    p95: failing ? 150 : p95,
+    failures: failing ? Math.round((200 * (limit - c - 8)) / limit) : 0,
+    refused: 10,
+    inside: limit,
+  }
 }
 
 /**
@@ -14,12 +27,25 @@ function slowWindow(limit: number, c: number): AdaptiveWindow {
  * a window, not thousands of times), and its instance takes nobody in its place.
  */
 function cliffWindow(limit: number, c: number): AdaptiveWindow {
-  return { samples: Math.round(2.5 * Math.min(limit, c)) + Math.max(0, limit - c), p95: 50, failures: Math.max(0, limit - c), refused: 10, inside: limit }
+  return {
+    samples: Math.round(2.5 * Math.min(limit, c)) + Math.max(0, limit - c),
+    p95: 50,
+    failures: Math.max(0, limit - c),
+    refused: 10,
+    inside: limit,
+  }
 }
 
 const clamp = (n: number, min: number, max: number): number => Math.min(max, Math.max(min, n))
 
-function run(e: AdaptiveEstimator, start: number, windows: number, window: (limit: number) => AdaptiveWindow, min = 2, max = 500) {
+function run(
+  e: AdaptiveEstimator,
+  start: number,
+  windows: number,
+  window: (limit: number) => AdaptiveWindow,
+  min = 2,
+  max = 500,
+) {
   const limits: number[] = []
   let failures = 0
   let runs = 0
@@ -68,38 +94,71 @@ describe('the adaptive estimator', () => {
       e.step({ samples: 100, p95: 50, failures: 0, refused: 0, inside: 31 }, 31)
       return e
     }
-    expect(base().step({ samples: 80, p95: 50, failures: 1, refused: 5, inside: 31 }, 31)).toMatchObject({ reason: 'failures', limit: 30 })
-    expect(base().step({ samples: 80, p95: 50, failures: 6, refused: 5, inside: 31 }, 31)).toMatchObject({ reason: 'failures', limit: 25 })
-    expect(base().step({ samples: 80, p95: 50, failures: 90, refused: 5, inside: 31 }, 31)).toMatchObject({ reason: 'failures', limit: 16 })
-    expect(base().step({ samples: 80, p95: 100, failures: 1, refused: 5, inside: 31 }, 31).limit).toBe(Math.floor(31 * Math.sqrt(TOLERANCE / 2)))
+    expect(base().step({ samples: 80, p95: 50, failures: 1, refused: 5, inside: 31 }, 31)).toMatchObject({
+      reason: 'failures',
+      limit: 30,
+    })
+    expect(base().step({ samples: 80, p95: 50, failures: 6, refused: 5, inside: 31 }, 31)).toMatchObject({
+      reason: 'failures',
+      limit: 25,
+    })
+    expect(base().step({ samples: 80, p95: 50, failures: 90, refused: 5, inside: 31 }, 31)).toMatchObject({
+      reason: 'failures',
+      limit: 16,
+    })
+    expect(base().step({ samples: 80, p95: 100, failures: 1, refused: 5, inside: 31 }, 31).limit).toBe(
+      Math.floor(31 * Math.sqrt(TOLERANCE / 2)),
+    )
     // Requests admitted before the cut are still ending: the next windows drain, then it judges again.
     const e = base()
     e.step({ samples: 80, p95: 50, failures: 1, refused: 5, inside: 31 }, 31)
-    for (let i = 0; i < 3; i++) expect(e.step({ samples: 100, p95: 50, failures: 9, refused: 0, inside: 30 }, 30)).toMatchObject({ reason: 'drain', limit: 30 })
-    expect(e.step({ samples: 100, p95: 50, failures: 9, refused: 0, inside: 30 }, 30)).toMatchObject({ reason: 'failures', limit: 21 })
+    for (let i = 0; i < 3; i++)
+      expect(e.step({ samples: 100, p95: 50, failures: 9, refused: 0, inside: 30 }, 30)).toMatchObject({
+        reason: 'drain',
+        limit: 30,
+      })
+    expect(e.step({ samples: 100, p95: 50, failures: 9, refused: 0, inside: 30 }, 30)).toMatchObject({
+      reason: 'failures',
+      limit: 21,
+    })
   })
 
-  it('session mode: cuts by the failures\' share (a visitor keeps coming back), and from the passes still out when they exceed the limit', () => {
+  it("session mode: cuts by the failures' share (a visitor keeps coming back), and from the passes still out when they exceed the limit", () => {
     const e = new AdaptiveEstimator()
     e.step({ samples: 100, p95: 50, failures: 0, refused: 0, inside: 30, sessions: true }, 30)
     // 10 % of the window failed with 30 inside: 3 visitors too many.
-    expect(e.step({ samples: 100, p95: 50, failures: 10, refused: 5, inside: 30, sessions: true }, 30)).toMatchObject({ reason: 'failures', limit: 27 })
+    expect(e.step({ samples: 100, p95: 50, failures: 10, refused: 5, inside: 30, sessions: true }, 30)).toMatchObject({
+      reason: 'failures',
+      limit: 27,
+    })
     const out = new AdaptiveEstimator()
     out.step({ samples: 100, p95: 50, failures: 0, refused: 0, inside: 40, sessions: true }, 20)
     // 40 passes still out after a cut to 20, half of the window failing: 20 is what the backend takes.
-    expect(out.step({ samples: 100, p95: 50, failures: 50, refused: 5, inside: 40, sessions: true }, 20)).toMatchObject({ limit: 20 })
+    expect(out.step({ samples: 100, p95: 50, failures: 50, refused: 5, inside: 40, sessions: true }, 20)).toMatchObject(
+      { limit: 20 },
+    )
   })
 
   it('pays for each failed probe with good requests before it probes again (0.5 %), and forgets that debt when the backend changes', () => {
     const e = new AdaptiveEstimator()
     e.step({ samples: 20, p95: 50, failures: 0, refused: 0, inside: 20 }, 20)
     // Failures long after any growth: the backend changed. A cut, no debt.
-    expect(e.step({ samples: 20, p95: 50, failures: 2, refused: 5, inside: 20 }, 20)).toMatchObject({ reason: 'failures', limit: 18 })
+    expect(e.step({ samples: 20, p95: 50, failures: 2, refused: 5, inside: 20 }, 20)).toMatchObject({
+      reason: 'failures',
+      limit: 18,
+    })
     for (let i = 0; i < 3; i++) e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 18 }, 18)
-    expect(e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 18 }, 18)).toMatchObject({ reason: 'growth', limit: 19 })
+    expect(e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 18 }, 18)).toMatchObject({
+      reason: 'growth',
+      limit: 19,
+    })
     // The probe: failures right after a growth. Charged (at most two a slot it added: 2), and cut.
-    expect(e.step({ samples: 20, p95: 50, failures: 3, refused: 5, inside: 19 }, 19)).toMatchObject({ reason: 'failures', limit: 16 })
-    for (let i = 0; i < 3; i++) expect(e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 16 }, 16).reason).toBe('drain')
+    expect(e.step({ samples: 20, p95: 50, failures: 3, refused: 5, inside: 19 }, 19)).toMatchObject({
+      reason: 'failures',
+      limit: 16,
+    })
+    for (let i = 0; i < 3; i++)
+      expect(e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 16 }, 16).reason).toBe('drain')
     // 2 failures are paid by 400 good requests (0.5 %), 20 a window (the drain's count too); it
     // probes again once less than one failure is owed: about (2 - 1) / 0.1 - 3 = 7 windows.
     let windows = 0
@@ -120,36 +179,57 @@ describe('the adaptive estimator', () => {
     const e = new AdaptiveEstimator()
     // Demand presses, but only 10 were ever inside (a live limit of 10 held the gate): at most one
     // step past 10 (the slow start's x1.5), however often it is judged.
-    for (let i = 0; i < 50; i++) expect(e.step({ samples: 50, p95: 50, failures: 0, refused: 40, inside: 10 }, 10).limit).toBeLessThanOrEqual(15)
+    for (let i = 0; i < 50; i++)
+      expect(e.step({ samples: 50, p95: 50, failures: 0, refused: 40, inside: 10 }, 10).limit).toBeLessThanOrEqual(15)
     const held = new AdaptiveEstimator()
     // The fleet's figure is 40 but 12 were inside: it holds, it does not grow to 60.
-    for (let i = 0; i < 20; i++) expect(held.step({ samples: 50, p95: 50, failures: 0, refused: 40, inside: 12 }, 40).limit).toBe(40)
+    for (let i = 0; i < 20; i++)
+      expect(held.step({ samples: 50, p95: 50, failures: 0, refused: 40, inside: 12 }, 40).limit).toBe(40)
   })
 
   it('ends the slow start without a cut when latency rises gently and stays up, then probes a slot at a time', () => {
     const e = new AdaptiveEstimator()
-    expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 1, inside: 20 }, 20)).toMatchObject({ reason: 'growth', limit: 30 })
+    expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 1, inside: 20 }, 20)).toMatchObject({
+      reason: 'growth',
+      limit: 30,
+    })
     // 1.2x the baseline: above the tolerance, not sharp. In a small window once is noise; twice ends the slow start.
-    expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({ reason: 'steady', limit: 30 })
-    expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({ reason: 'steady', limit: 30 })
+    expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({
+      reason: 'steady',
+      limit: 30,
+    })
+    expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({
+      reason: 'steady',
+      limit: 30,
+    })
     // Latency back to normal: growth resumes, but by one slot, then two (not x1.5 past 30).
     expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 1, inside: 30 }, 30).limit).toBe(31)
     expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 1, inside: 31 }, 31).limit).toBe(33)
     // A window of 20 samples or more is sure at once.
     const sure = new AdaptiveEstimator()
     sure.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 20 }, 20)
-    expect(sure.step({ samples: 100, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({ reason: 'steady', limit: 30 })
+    expect(sure.step({ samples: 100, p95: 60, failures: 0, refused: 1, inside: 30 }, 30)).toMatchObject({
+      reason: 'steady',
+      limit: 30,
+    })
     expect(sure.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 30 }, 30).limit).toBe(31)
   })
 
-  it('below 16 inside a gentle rise is noise: it pauses the slow start, it does not end it (as HyStart\'s low window)', () => {
+  it("below 16 inside a gentle rise is noise: it pauses the slow start, it does not end it (as HyStart's low window)", () => {
     // Before: 1.2x for two windows at 3 inside (a busy core) ended the slow start; the cut that
     // followed and the probe a slot at a time took seconds more to reach a capacity of 30.
     const e = new AdaptiveEstimator()
     e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 3 }, 3)
-    for (let i = 0; i < 3; i++) expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({ reason: 'steady', limit: 5 })
+    for (let i = 0; i < 3; i++)
+      expect(e.step({ samples: 10, p95: 60, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({
+        reason: 'steady',
+        limit: 5,
+      })
     // Latency back: the slow start goes on at x1.5.
-    expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({ reason: 'growth', limit: 8 })
+    expect(e.step({ samples: 10, p95: 50, failures: 0, refused: 5, inside: 5 }, 5)).toMatchObject({
+      reason: 'growth',
+      limit: 8,
+    })
     // A sharp rise still ends it at any size.
     e.step({ samples: 10, p95: 100, failures: 0, refused: 5, inside: 8 }, 8)
     expect(e.step({ samples: 10, p95: 100, failures: 0, refused: 5, inside: 8 }, 8).reason).toBe('latency')
@@ -169,7 +249,8 @@ describe('the adaptive estimator', () => {
     const e = new AdaptiveEstimator()
     expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 20, sessions: true }, 20).limit).toBe(25)
     expect(e.step({ samples: 100, p95: 50, failures: 2, refused: 1, inside: 25, sessions: true }, 25).limit).toBe(24)
-    for (let i = 0; i < 3; i++) e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 24, sessions: true }, 24)
+    for (let i = 0; i < 3; i++)
+      e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 24, sessions: true }, 24)
     let limit = 24
     for (let i = 0; i < 6; i++) {
       const step = e.step({ samples: 1000, p95: 50, failures: 0, refused: 1, inside: limit, sessions: true }, limit)
@@ -181,7 +262,10 @@ describe('the adaptive estimator', () => {
   it('grows only while demand presses; idle or quiet windows hold the limit', () => {
     const e = new AdaptiveEstimator()
     expect(e.step({ samples: 2, p95: 50, failures: 0, refused: 5, inside: 10 }, 10).reason).toBe('idle')
-    expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 0, inside: 10 }, 10)).toMatchObject({ limit: 10, reason: 'steady' })
+    expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 0, inside: 10 }, 10)).toMatchObject({
+      limit: 10,
+      reason: 'steady',
+    })
     expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 10 }, 10).limit).toBeGreaterThan(10)
   })
 
@@ -204,7 +288,7 @@ describe('the adaptive estimator', () => {
     }
   })
 
-  it('goes on from its saved state exactly as it would have (the fleet\'s judge changes hands each window)', () => {
+  it("goes on from its saved state exactly as it would have (the fleet's judge changes hands each window)", () => {
     const kept = new AdaptiveEstimator()
     let handed = AdaptiveEstimator.restore(null)
     let limit = 5
@@ -221,12 +305,22 @@ describe('the adaptive estimator', () => {
     }
   })
 
-  it('starts afresh from a state it cannot read (another version\'s, or garbage)', () => {
-    const old = JSON.stringify([50, 30, 4, 4, 1, true, false, true, "growth", 50]) // the 10-field state of 0.1.0
-    for (const text of ['', 'nope', '{}', '[1,2]', old, JSON.stringify([-1, 'x', null, NaN, null, 1, 1, 'bogus', -3, 'y', {}, -7])]) {
+  it("starts afresh from a state it cannot read (another version's, or garbage)", () => {
+    const old = JSON.stringify([50, 30, 4, 4, 1, true, false, true, 'growth', 50]) // the 10-field state of 0.1.0
+    for (const text of [
+      '',
+      'nope',
+      '{}',
+      '[1,2]',
+      old,
+      JSON.stringify([-1, 'x', null, NaN, null, 1, 1, 'bogus', -3, 'y', {}, -7]),
+    ]) {
       const e = AdaptiveEstimator.restore(text)
       expect(e.baseline === null || e.baseline >= 0).toBe(true)
-      expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 10 }, 10)).toMatchObject({ reason: 'growth', limit: 15 })
+      expect(e.step({ samples: 100, p95: 50, failures: 0, refused: 1, inside: 10 }, 10)).toMatchObject({
+        reason: 'growth',
+        limit: 15,
+      })
     }
   })
 })
@@ -239,7 +333,9 @@ describe('the latency histogram', () => {
       for (const ms of samples) buckets.set(latencyBucket(ms), (buckets.get(latencyBucket(ms)) ?? 0) + 1)
       const exact = [...samples].sort((a, b) => a - b)[Math.floor(samples.length * 0.95)]!
       // Buckets are 1/40 wide in log(1 + ms): at most half a bucket off, about 1.3 % of 1 + ms (2.5 % at 2 ms).
-      expect(Math.abs(Math.log1p(histogramQuantile(buckets, 0.95)!) - Math.log1p(exact))).toBeLessThanOrEqual(0.5 / 40 + 1e-12)
+      expect(Math.abs(Math.log1p(histogramQuantile(buckets, 0.95)!) - Math.log1p(exact))).toBeLessThanOrEqual(
+        0.5 / 40 + 1e-12,
+      )
     }
     expect(histogramQuantile(new Map(), 0.95)).toBeNull()
     expect(latencyBucket(-5)).toBe(0)

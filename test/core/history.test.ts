@@ -20,7 +20,13 @@ const MIN = 60_000
 
 /** A tally on `store` whose clock the test sets. */
 function tally(store: ReturnType<typeof memoryStore>, name: string, clock: { t: number }) {
-  return new MinuteTally({ storage: historyFor(store)!, name, keepMs: 30 * 86_400_000, now: () => clock.t, timer: false })
+  return new MinuteTally({
+    storage: historyFor(store)!,
+    name,
+    keepMs: 30 * 86_400_000,
+    now: () => clock.t,
+    timer: false,
+  })
 }
 
 describe('histogram buckets', () => {
@@ -101,7 +107,15 @@ describe('history on the memory store', () => {
       [21, 2],
       [1, 1],
     ])
-    expect(report.totals).toMatchObject({ minutes: 2, admitted: 22, turnedAway: 3, released: 3, abandoned: 3, admittedPeak: 21, waitMax: 40 })
+    expect(report.totals).toMatchObject({
+      minutes: 2,
+      admitted: 22,
+      turnedAway: 3,
+      released: 3,
+      abandoned: 3,
+      admittedPeak: 21,
+      waitMax: 40,
+    })
     expect(report.totals.releasedBy).toEqual({ expiry: 1, operator: 1, visitor: 1 })
     expectCsvAgrees(report)
   })
@@ -125,9 +139,20 @@ describe('history on the memory store', () => {
     const storage = historyFor(store)!
     let fail = true
     const errors: unknown[] = []
-    const flaky = { kind: 'flaky', add: (n: string, p: never, k: number) => (fail ? Promise.reject(new Error('down')) : storage.add(n, p, k)), read: storage.read.bind(storage) }
+    const flaky = {
+      kind: 'flaky',
+      add: (n: string, p: never, k: number) => (fail ? Promise.reject(new Error('down')) : storage.add(n, p, k)),
+      read: storage.read.bind(storage),
+    }
     const clock = { t: T0 }
-    const t = new MinuteTally({ storage: flaky, name: 'f', keepMs: 86_400_000, now: () => clock.t, timer: false, onError: (e) => errors.push(e) })
+    const t = new MinuteTally({
+      storage: flaky,
+      name: 'f',
+      keepMs: 86_400_000,
+      now: () => clock.t,
+      timer: false,
+      onError: (e) => errors.push(e),
+    })
     t.admitted('slot', null)
     clock.t += MIN
     await t.flush()
@@ -142,9 +167,23 @@ describe('history on the memory store', () => {
 
   it("a gate's history: its admissions and busy answers reach the store at close; history: false keeps none", async () => {
     const store = memoryStore()
-    const view = (ip: string): RequestView => ({ method: 'GET', url: '/', headers: { accept: 'text/html' }, secure: false, request: undefined, ip })
+    const view = (ip: string): RequestView => ({
+      method: 'GET',
+      url: '/',
+      headers: { accept: 'text/html' },
+      secure: false,
+      request: undefined,
+      ip,
+    })
     const gate = createGate({ name: 'g', limit: 2, store, logger: recordingLogger(), secret: 's'.repeat(32) })
-    const off = createGate({ name: 'off', limit: 2, store, logger: recordingLogger(), secret: 's'.repeat(32), history: false })
+    const off = createGate({
+      name: 'off',
+      limit: 2,
+      store,
+      logger: recordingLogger(),
+      secret: 's'.repeat(32),
+      history: false,
+    })
     const t0 = Date.now()
     for (let i = 0; i < 5; i++) {
       await gate.decide(view(`10.0.${i}.1`))
@@ -159,14 +198,35 @@ describe('history on the memory store', () => {
 
   it('the CSV quotes what needs quoting and never writes a formula, whatever names the store holds (issue 38)', () => {
     const report = summarize('g', 0, 0, [])
-    const row = { ...report.totals, minute: '2026-11-27T10:00:00.000Z', inLine: null, turnedAwayBy: { '=HYPERLINK("http://evil","x")': 2, 'a,b': 1, '@SUM(A1)': 1, '+1': 1, '-1': 1, 'say "hi"\r\nbye': 1, 'x\r\n=1+1': 1, full: 3 } }
+    const row = {
+      ...report.totals,
+      minute: '2026-11-27T10:00:00.000Z',
+      inLine: null,
+      turnedAwayBy: {
+        '=HYPERLINK("http://evil","x")': 2,
+        'a,b': 1,
+        '@SUM(A1)': 1,
+        '+1': 1,
+        '-1': 1,
+        'say "hi"\r\nbye': 1,
+        'x\r\n=1+1': 1,
+        full: 3,
+      },
+    }
     const csv = reportCsv({ ...report, rows: [row] })
     const records = csvRecords(csv)
     expect(records.length, 'a header and one row').toBe(2)
     const [header, values] = records
     expect(header!.length).toBe(values!.length)
     for (const cell of [...header!, ...values!]) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/)
-    expect(header).toEqual(expect.arrayContaining(['turnedAway.full', 'turnedAway.a,b', 'turnedAway.=HYPERLINK("http://evil","x")', 'turnedAway.say "hi"\r\nbye']))
+    expect(header).toEqual(
+      expect.arrayContaining([
+        'turnedAway.full',
+        'turnedAway.a,b',
+        'turnedAway.=HYPERLINK("http://evil","x")',
+        'turnedAway.say "hi"\r\nbye',
+      ]),
+    )
     expect(csv).toContain('"turnedAway.a,b"')
   })
 

@@ -206,9 +206,12 @@ describe('semaphore options', () => {
   it.each([
     [{ name: 'x', limit: 0, ttl: 1000 }, 'limit must be a positive integer, got 0'],
     [{ name: 'x', limit: 1.5, ttl: 1000 }, 'limit must be a positive integer, got 1.5'],
-    [{ name: 'x', limit: 1, ttl: -1 }, "ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got -1"],
-    [{ name: '', limit: 1, ttl: 1000 }, "name must be 1 to 64 characters"],
-    [{ name: 'a b', limit: 1, ttl: 1000 }, "name must be 1 to 64 characters"],
+    [
+      { name: 'x', limit: 1, ttl: -1 },
+      "ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got -1",
+    ],
+    [{ name: '', limit: 1, ttl: 1000 }, 'name must be 1 to 64 characters'],
+    [{ name: 'a b', limit: 1, ttl: 1000 }, 'name must be 1 to 64 characters'],
     [{ name: 'x', limit: 1, ttl: 1000, store: {} }, 'store must implement the Store interface; missing acquire'],
     [{ name: 'x', limit: 1, ttl: 1000, limt: 2 }, "createSemaphore() has no option 'limt'"],
   ])('rejects %j', (options, message) => {

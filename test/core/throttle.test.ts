@@ -47,7 +47,8 @@ function insideCounter() {
 function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; close(): Promise<void> }>): void {
   describe(`throttle on ${label}`, () => {
     const made = useStore(makeStore)
-    const sem = (limit: number, ttl = 10_000): Semaphore => createSemaphore({ name: uniq(label), limit, ttl, store: made.store })
+    const sem = (limit: number, ttl = 10_000): Semaphore =>
+      createSemaphore({ name: uniq(label), limit, ttl, store: made.store })
 
     it('100 concurrent calls: never more than the limit inside, every call answered, all slots freed', async () => {
       const s = sem(3)
@@ -80,13 +81,19 @@ function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; c
     it('an error thrown or rejected by fn reaches the caller unchanged, and the slot is released', async () => {
       const s = sem(1)
       const boom = new Error('legacy backend said no')
-      const rejecting = throttle(async () => {
-        await sleep(1)
-        throw boom
-      }, { semaphore: s, timeout: 5_000 })
-      const throwing = throttle((): number => {
-        throw boom
-      }, { semaphore: s, timeout: 5_000 })
+      const rejecting = throttle(
+        async () => {
+          await sleep(1)
+          throw boom
+        },
+        { semaphore: s, timeout: 5_000 },
+      )
+      const throwing = throttle(
+        (): number => {
+          throw boom
+        },
+        { semaphore: s, timeout: 5_000 },
+      )
       await expect(rejecting()).rejects.toBe(boom)
       await expect(throwing()).rejects.toBe(boom)
       expect((await s.getState()).held).toBe(0)
@@ -149,10 +156,13 @@ function throttleSuite(label: string, makeStore: () => Promise<{ store: Store; c
       const ac = new AbortController()
       let release!: () => void
       const gate = new Promise<void>((r) => (release = r))
-      const limited = throttle(async (x: number) => {
-        await gate
-        return x
-      }, { semaphore: s, signal: ac.signal })
+      const limited = throttle(
+        async (x: number) => {
+          await gate
+          return x
+        },
+        { semaphore: s, signal: ac.signal },
+      )
       const inside = limited(1)
       await until(async () => (await s.getState()).held === 1)
       const waiting = limited(2)

@@ -30,7 +30,14 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
 
   it(`exact FIFO: ${PROCESSES * PER_PROCESS} waiters from ${PROCESSES} processes admitted in arrival order, 0 inversions`, async () => {
     const name = uniqueName('fifo')
-    const room = createWaitingRoom({ name, limit: 1, ttl: 30_000, store: server.store, idleTimeout: 20_000, claimWindow: 15_000 })
+    const room = createWaitingRoom({
+      name,
+      limit: 1,
+      ttl: 30_000,
+      store: server.store,
+      idleTimeout: 20_000,
+      claimWindow: 15_000,
+    })
     const blocker = await room.enter('blocker') // loads the scripts and holds the only slot
     if (blocker.status !== 'admitted') throw new Error('blocker not admitted')
 
@@ -80,7 +87,10 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
     const exits = children.map((c) => new Promise<number | null>((resolve) => c.on('exit', resolve)))
     const progress = (check: () => boolean, what: string, ms: number): Promise<void> =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; errors: ${errors.join('\n')}`)), ms)
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${what}; errors: ${errors.join('\n')}`)),
+          ms,
+        )
         onProgress = () => {
           if (errors.length > 0) reject(new Error(errors.join('\n')))
           if (check()) {
@@ -105,7 +115,9 @@ describe.runIf(redisAvailable)('waiting room across processes (redis)', () => {
     const order = admitted.map((a) => a.id)
     const bad = inversions(arrival, order)
     // Arrivals really interleaved across processes (not one process after another).
-    const switches = arrival.filter((id, i) => i > 0 && ids.indexOf(id) % PROCESSES !== ids.indexOf(arrival[i - 1]!) % PROCESSES)
+    const switches = arrival.filter(
+      (id, i) => i > 0 && ids.indexOf(id) % PROCESSES !== ids.indexOf(arrival[i - 1]!) % PROCESSES,
+    )
     console.log(
       `[fifo] ${PROCESSES} processes, ${order.length} waiters admitted, ${bad} inversions, ` +
         `${switches.length} process switches in the arrival order`,

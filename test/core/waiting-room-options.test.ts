@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { assertVisitorId, createWaitingRoom, estimateWait, isAirlockError, memoryStore, newVisitorId, type WaitingRoomOptions } from '../../src/index.js'
+import {
+  assertVisitorId,
+  createWaitingRoom,
+  estimateWait,
+  isAirlockError,
+  memoryStore,
+  newVisitorId,
+  type WaitingRoomOptions,
+} from '../../src/index.js'
 
 const base: WaitingRoomOptions = { name: 'tickets', limit: 2, ttl: 1000 }
 
@@ -37,7 +45,11 @@ describe('createWaitingRoom options', () => {
     ['claimWindow', { claimWindow: '10 seconds' }, /^claimWindow must be a positive number/],
     ['retryInterval', { retryInterval: 30_000 }, /^retryInterval must be below idleTimeout \(30000\)/],
     ['confirmTimeout', { confirmTimeout: -5 }, /^confirmTimeout must be a non-negative integer, got -5/],
-    ['confirmTimeout above idleTimeout', { confirmTimeout: 60_000 }, /^confirmTimeout must be at most idleTimeout \(30000\), got 60000/],
+    [
+      'confirmTimeout above idleTimeout',
+      { confirmTimeout: 60_000 },
+      /^confirmTimeout must be at most idleTimeout \(30000\), got 60000/,
+    ],
     ['store', { store: {} }, /^store must implement the Store interface; missing acquire/],
     ['a typo', { limt: 3 }, /has no option 'limt'/],
   ])('rejects a bad %s at creation, naming it', (_what, patch, message) => {
@@ -61,23 +73,29 @@ describe('visitor ids', () => {
     },
   )
 
-  it.each([['empty', ''], ['too long', 'x'.repeat(129)], ['a space', 'a b'], ['a brace', '{x}'], ['a newline', 'a\nb'], ['unicode', 'é'], ['a number', 42], ['undefined', undefined]])(
-    'rejects %s with ERR_AIRLOCK_OPTION, on every method',
-    async (_what, id) => {
-      const room = createWaitingRoom({ ...base, name: 'ids', store: memoryStore() })
-      expect(optionError(() => assertVisitorId(id)).message).toMatch(/^visitorId must be 1 to 128 characters/)
-      for (const call of [
-        () => room.enter(id as string),
-        () => room.getPosition(id as string),
-        () => room.poll(id as string),
-        () => room.leave(id as string),
-        () => room.withAdmitted(id as string, () => 1),
-      ]) {
-        await expect(call()).rejects.toMatchObject({ code: 'ERR_AIRLOCK_OPTION' })
-      }
-      expect(() => room.lease(id as string)).toThrow(/visitorId/)
-    },
-  )
+  it.each([
+    ['empty', ''],
+    ['too long', 'x'.repeat(129)],
+    ['a space', 'a b'],
+    ['a brace', '{x}'],
+    ['a newline', 'a\nb'],
+    ['unicode', 'é'],
+    ['a number', 42],
+    ['undefined', undefined],
+  ])('rejects %s with ERR_AIRLOCK_OPTION, on every method', async (_what, id) => {
+    const room = createWaitingRoom({ ...base, name: 'ids', store: memoryStore() })
+    expect(optionError(() => assertVisitorId(id)).message).toMatch(/^visitorId must be 1 to 128 characters/)
+    for (const call of [
+      () => room.enter(id as string),
+      () => room.getPosition(id as string),
+      () => room.poll(id as string),
+      () => room.leave(id as string),
+      () => room.withAdmitted(id as string, () => 1),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'ERR_AIRLOCK_OPTION' })
+    }
+    expect(() => room.lease(id as string)).toThrow(/visitorId/)
+  })
 
   it('never echoes a long id into the message', () => {
     expect(optionError(() => assertVisitorId('y'.repeat(5000))).message).toMatch(/a string of 5000 characters/)

@@ -87,7 +87,8 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
       const r = room()
       await admitted(r.enter('holder'))
       const ids = Array.from({ length: 30 }, (_, i) => `w${i}`)
-      for (const [i, id] of ids.entries()) expect(queued(await r.enter(id))).toMatchObject({ position: i + 1, waiting: i + 1 })
+      for (const [i, id] of ids.entries())
+        expect(queued(await r.enter(id))).toMatchObject({ position: i + 1, waiting: i + 1 })
       for (const [i, id] of ids.entries()) expect(await r.getPosition(id)).toBe(i + 1)
       expect(await r.leave('w9')).toBe(true)
       expect(await r.leave('w9')).toBe(false)
@@ -366,7 +367,9 @@ export function waitingRoomSuite(label: string, h: RoomHarness): void {
     })
 
     it('eta comes from the measured admission rate: null before any, position / rate after, scales with the rate', async () => {
-      const etaAt = async (serviceMs: number): Promise<{ before: (number | null)[]; after: number[]; rate: number }> => {
+      const etaAt = async (
+        serviceMs: number,
+      ): Promise<{ before: (number | null)[]; after: number[]; rate: number }> => {
         const r = room({ idleTimeout: 60_000, claimWindow: 30_000 })
         let lease = await admitted(r.enter('first'))
         for (const id of ['a', 'b', 'c', 'd', 'e', 'f']) await r.enter(id)
@@ -548,4 +551,3 @@ export function inversions(arrival: readonly string[], admitted: readonly string
   }
   return count
 }
-

@@ -1,5 +1,11 @@
 import { expectTypeOf, test } from 'vitest'
-import { createWaitingRoom, type EnterResult, type Lease, type PollResult, type WaitingRoomOptions } from '../../src/index.js'
+import {
+  createWaitingRoom,
+  type EnterResult,
+  type Lease,
+  type PollResult,
+  type WaitingRoomOptions,
+} from '../../src/index.js'
 
 test('waiting room types', () => {
   expectTypeOf(createWaitingRoom).parameter(0).toEqualTypeOf<WaitingRoomOptions>()

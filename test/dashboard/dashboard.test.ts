@@ -39,7 +39,11 @@ function countStatus(inner: MemoryStore): { store: Store; calls: () => number } 
 }
 
 /** Reads server-sent events from `url` until `count` events arrived. */
-async function readEvents(url: string, headers: Record<string, string>, count: number): Promise<{ event: string; data: unknown }[]> {
+async function readEvents(
+  url: string,
+  headers: Record<string, string>,
+  count: number,
+): Promise<{ event: string; data: unknown }[]> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) })
   expect(res.headers.get('content-type')).toBe('text/event-stream')
   const reader = res.body!.getReader()
@@ -86,7 +90,11 @@ const MOUNTS: Record<string, () => Promise<Mounted>> = {
     const server: Server = await new Promise((ok) => {
       const s = app.listen(0, '127.0.0.1', () => ok(s))
     })
-    closers.push(() => new Promise((ok) => server.close(ok)), () => dash.close(), () => gate.close())
+    closers.push(
+      () => new Promise((ok) => server.close(ok)),
+      () => dash.close(),
+      () => gate.close(),
+    )
     return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}/airlock`, store }
   },
 }
@@ -98,7 +106,11 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     const wrong = await fetch(`${base}/`, { headers: { authorization: 'Bearer not-the-token-at-all' } })
     // A wrong token slows its client down: the next try within 250 ms is 429, whatever it sends.
     const tooSoon = await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })
-    expect([tooSoon.status, tooSoon.headers.get('retry-after'), tooSoon.headers.get('airlock')]).toEqual([429, '1', 'refused; reason=sign-in-attempts'])
+    expect([tooSoon.status, tooSoon.headers.get('retry-after'), tooSoon.headers.get('airlock')]).toEqual([
+      429,
+      '1',
+      'refused; reason=sign-in-attempts',
+    ])
     await sleep(300)
     const short = await fetch(`${base}/state?token=x`)
     for (const r of [none, wrong, short]) {
@@ -129,7 +141,12 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     expect(await form.text()).toContain('<form method="post">')
     expect(form.headers.get('content-security-policy')).toContain("form-action 'self'")
     const post = (token: string) =>
-      fetch(`${base}/`, { method: 'POST', redirect: 'manual', headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }).toString() })
+      fetch(`${base}/`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }).toString(),
+      })
     const bad = await post('guess-0000000000000000')
     expect([bad.status, (await bad.text()).includes('That token is not right.')]).toEqual([401, true])
     // Guessing: every try while the client must wait is 429, the real token too; the waits double.
@@ -155,10 +172,16 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     await sleep(1_200) // the gate reports once a second
     const events = await readEvents(`${base}/events`, auth, 2)
     expect(events[0]!.event).toBe('init')
-    const sample = events.at(-1)!.data as { views: { name: string; sample: { held: number; limit: number; instances: number } }[] }
+    const sample = events.at(-1)!.data as {
+      views: { name: string; sample: { held: number; limit: number; instances: number } }[]
+    }
     expect(sample.views[0]).toMatchObject({ name: 'shop', sample: { held: 1, limit: 1, instances: 1 } })
     const post = (body: unknown, headers: Record<string, string> = { 'x-airlock-dashboard': '1' }) =>
-      fetch(`${base}/control`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+      fetch(`${base}/control`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      })
     expect((await post({ name: 'shop', patch: { limit: 3 } }, {})).status).toBe(400) // no custom header: not from the page
     const bad = await post({ name: 'shop', patch: { limit: 0 } })
     expect(bad.status).toBe(400)
@@ -166,7 +189,10 @@ describe.each(Object.keys(MOUNTS))('the dashboard mounted in %s', (name) => {
     const ok = await post({ name: 'shop', patch: { limit: 3 } })
     expect(ok.status).toBe(200)
     expect(await ok.json()).toMatchObject({ limit: 3, updatedBy: 'dashboard', version: 1 })
-    await until(async () => (await hit(`${base.replace('/airlock', '')}/`, { from: nextAddress() })).status === 200, 3_000)
+    await until(
+      async () => (await hit(`${base.replace('/airlock', '')}/`, { from: nextAddress() })).status === 200,
+      3_000,
+    )
   })
 })
 
@@ -178,7 +204,11 @@ describe.each(Object.keys(MOUNTS))('the dashboard in %s against hostile clients 
     process.on('unhandledRejection', record)
     try {
       const form = { 'Content-Type': 'application/x-www-form-urlencoded' }
-      const control = { 'Content-Type': 'application/json', 'X-Airlock-Dashboard': '1', Authorization: `Bearer ${TOKEN}` }
+      const control = {
+        'Content-Type': 'application/json',
+        'X-Airlock-Dashboard': '1',
+        Authorization: `Bearer ${TOKEN}`,
+      }
       const path = new URL(base).pathname
       for (let i = 0; i < 20; i++) {
         await cutOff(base, 'POST', `${path}/`, form, 100, 'token=abc'.slice(0, i % 10))
@@ -197,9 +227,30 @@ describe.each(Object.keys(MOUNTS))('the dashboard in %s against hostile clients 
     const path = new URL(base).pathname
     const control = `POST ${path}/control HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Airlock-Dashboard: 1\r\nAuthorization: Bearer ${TOKEN}`
     expect(statusOf(await raw(base, `${control}\r\nContent-Length: 99999`, '', { close: 'when-answered' }))).toBe(413)
-    expect(statusOf(await raw(base, `${control}\r\nTransfer-Encoding: chunked`, `1000\r\n${'x'.repeat(4096)}\r\n1000\r\n${'x'.repeat(4096)}\r\n`, { close: 'when-answered' }))).toBe(413)
-    expect(statusOf(await raw(base, `${control}\r\nContent-Encoding: gzip\r\nContent-Length: 4`, 'abcd', { close: 'when-answered' }))).toBe(415)
-    expect(statusOf(await raw(base, `${control}\r\nContent-Length: 4`, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { close: 'when-answered' }))).toBe(400)
+    expect(
+      statusOf(
+        await raw(
+          base,
+          `${control}\r\nTransfer-Encoding: chunked`,
+          `1000\r\n${'x'.repeat(4096)}\r\n1000\r\n${'x'.repeat(4096)}\r\n`,
+          { close: 'when-answered' },
+        ),
+      ),
+    ).toBe(413)
+    expect(
+      statusOf(
+        await raw(base, `${control}\r\nContent-Encoding: gzip\r\nContent-Length: 4`, 'abcd', {
+          close: 'when-answered',
+        }),
+      ),
+    ).toBe(415)
+    expect(
+      statusOf(
+        await raw(base, `${control}\r\nContent-Length: 4`, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), {
+          close: 'when-answered',
+        }),
+      ),
+    ).toBe(400)
   })
 
   it('an operator signed in is never 429 while someone guesses tokens from the same address', async () => {
@@ -218,7 +269,11 @@ describe.each(Object.keys(MOUNTS))('the dashboard in %s against hostile clients 
     while (Date.now() < stop) {
       const r = await fetch(`${base}/state`, { headers: { cookie } })
       statuses.add(r.status)
-      const c = await fetch(`${base}/control`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', 'x-airlock-dashboard': '1' }, body: JSON.stringify({ name: 'shop', patch: { limit: 2 } }) })
+      const c = await fetch(`${base}/control`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json', 'x-airlock-dashboard': '1' },
+        body: JSON.stringify({ name: 'shop', patch: { limit: 2 } }),
+      })
       statuses.add(c.status)
     }
     await guesser
@@ -234,24 +289,37 @@ describe('the dashboard behind a proxy: wrong tokens slow down the visitor who s
     const dashboard = createDashboard({ token: TOKEN, store: memoryStore(), interval: 200, trustProxy: ['127.0.0.1'] })
     const server = createServer((req, res) => dashboard.handle(req, res))
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
-    closers.push(() => new Promise((ok) => server.close(ok)), () => dashboard.close())
+    closers.push(
+      () => new Promise((ok) => server.close(ok)),
+      () => dashboard.close(),
+    )
     const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
-    const as = (xff: string, token: string) => fetch(`${base}/state`, { headers: { 'x-forwarded-for': xff, authorization: `Bearer ${token}` } })
+    const as = (xff: string, token: string) =>
+      fetch(`${base}/state`, { headers: { 'x-forwarded-for': xff, authorization: `Bearer ${token}` } })
     expect((await as('198.51.100.7', 'wrong-token-wrong-token')).status).toBe(401)
     expect((await as('198.51.100.7', TOKEN)).status).toBe(429)
     expect((await as('2001:db8:1:2::9', 'wrong-token-wrong-token')).status).toBe(401)
     expect((await as('2001:db8:1:2::77', TOKEN)).status, 'the same /64').toBe(429)
     // Another visitor behind the same proxy, and a spoofed chain ending at the real visitor.
     expect((await as('203.0.113.9', TOKEN)).status).toBe(200)
-    expect((await as('203.0.113.9, 198.51.100.7', TOKEN)).status, 'read from the right: the client is 198.51.100.7').toBe(429)
+    expect(
+      (await as('203.0.113.9, 198.51.100.7', TOKEN)).status,
+      'read from the right: the client is 198.51.100.7',
+    ).toBe(429)
   })
 })
 
 describe("a ?token= link is left out of the host's logs (issue 25)", () => {
-  it("Fastify's own request log (\"incoming request\") shows the link without its token", async () => {
+  it('Fastify\'s own request log ("incoming request") shows the link without its token', async () => {
     const lines: string[] = []
     const app = Fastify({ logger: { level: 'info', stream: { write: (l: string) => void lines.push(l) } } })
-    await app.register(fastifyDashboard, { prefix: '/airlock', token: TOKEN, store: memoryStore(), names: ['shop'], interval: 200 })
+    await app.register(fastifyDashboard, {
+      prefix: '/airlock',
+      token: TOKEN,
+      store: memoryStore(),
+      names: ['shop'],
+      interval: 200,
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     closers.push(() => app.close())
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/airlock`
@@ -277,7 +345,11 @@ describe("a ?token= link is left out of the host's logs (issue 25)", () => {
       dashboard.handle(req, res)
     })
     const servers = [app.listen(0, '127.0.0.1'), plain.listen(0, '127.0.0.1')]
-    closers.push(...servers.map((s) => () => new Promise((ok) => s.close(ok))), () => dash.close(), () => dashboard.close())
+    closers.push(
+      ...servers.map((s) => () => new Promise((ok) => s.close(ok))),
+      () => dash.close(),
+      () => dashboard.close(),
+    )
     await Promise.all(servers.map((s) => new Promise((ok) => (s.listening ? ok(null) : s.once('listening', ok)))))
     const [e, p] = servers.map((s) => `http://127.0.0.1:${(s.address() as { port: number }).port}`)
     expect((await fetch(`${e}/airlock/?token=${TOKEN}`, { redirect: 'manual' })).status).toBe(303)
@@ -294,7 +366,10 @@ describe("a ?token= link is left out of the host's logs (issue 25)", () => {
       dashboard.handle(req, res)
     })
     await new Promise<void>((ok) => plain.listen(0, '127.0.0.1', ok))
-    closers.push(() => new Promise((ok) => plain.close(ok)), () => dashboard.close())
+    closers.push(
+      () => new Promise((ok) => plain.close(ok)),
+      () => dashboard.close(),
+    )
     const base = `http://127.0.0.1:${(plain.address() as { port: number }).port}`
     for (const name of ['tok%65n', '%74oken', '%74%6F%6B%65%6E']) {
       expect((await fetch(`${base}/?${name}=${TOKEN}`, { redirect: 'manual' })).status, name).toBe(303)
@@ -338,7 +413,10 @@ describe('the dashboard core', () => {
     const store = memoryStore()
     const a = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
     const b = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
-    closers.push(() => a.close(), () => b.close())
+    closers.push(
+      () => a.close(),
+      () => b.close(),
+    )
     const dash = createDashboard({ token: TOKEN, store, names: ['shop'], interval: 100 })
     closers.push(() => dash.close())
     await a.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })

@@ -47,10 +47,14 @@ describe('the look back over HTTP', () => {
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/history?name=shop&range=hour`
     let answer: LookBack | undefined
     // Within a few samples (100 ms each), not once the minute has ended.
-    await until(async () => {
-      answer = (await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as LookBack
-      return answer.totals.admitted === 3 && answer.totals.turnedAway === 2
-    }, 3_000, 100).catch(() => undefined)
+    await until(
+      async () => {
+        answer = (await (await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as LookBack
+        return answer.totals.admitted === 3 && answer.totals.turnedAway === 2
+      },
+      3_000,
+      100,
+    ).catch(() => undefined)
     expect(answer?.totals).toMatchObject({ admitted: 3, turnedAway: 2 })
     const last = answer!.points.at(-1)!
     expect(last.open).toBe(true)
@@ -65,7 +69,14 @@ describe('LookBacks', () => {
     const now = Date.now()
     const open = Math.floor(now / MIN)
     // The store has the minute before the last one (settled) and a part of the last one.
-    await historyFor(store)!.add('shop', [{ minute: open - 2, add: { a: 7 }, max: {} }, { minute: open - 1, add: { a: 2 }, max: {} }], MIN * 60)
+    await historyFor(store)!.add(
+      'shop',
+      [
+        { minute: open - 2, add: { a: 7 }, max: {} },
+        { minute: open - 1, add: { a: 2 }, max: {} },
+      ],
+      MIN * 60,
+    )
     const live: LiveMinute[] = [
       { minute: open - 2, fields: { a: 1 }, open: false, since: (open - 2) * MIN }, // older than the store's: ignored
       { minute: open - 1, fields: { a: 5, 't.other': 1 }, open: false, since: (open - 1) * MIN },
@@ -102,9 +113,18 @@ describe('LiveMinutes', () => {
     const live = new LiveMinutes()
     live.take(at(M, 20), [{ id: 'a', counters: counters({ admitted: 100, busy: 50 }) }], 0)
     expect(live.minutes()).toEqual([{ minute: M, fields: { q: 0 }, open: true, since: at(M, 20) }])
-    live.take(at(M, 21), [{ id: 'a', counters: counters({ admitted: 103, busy: 52, clientShare: 1, abandoned: 2, admittedFromLine: 1 }) }], 4)
+    live.take(
+      at(M, 21),
+      [{ id: 'a', counters: counters({ admitted: 103, busy: 52, clientShare: 1, abandoned: 2, admittedFromLine: 1 }) }],
+      4,
+    )
     expect(live.minutes()).toEqual([
-      { minute: M, fields: { a: 3, al: 1, ab: 2, 't.client-share': 1, 't.other': 1, q: 4 }, open: true, since: at(M, 20) },
+      {
+        minute: M,
+        fields: { a: 3, al: 1, ab: 2, 't.client-share': 1, 't.other': 1, q: 4 },
+        open: true,
+        since: at(M, 20),
+      },
     ])
   })
 

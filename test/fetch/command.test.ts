@@ -29,12 +29,15 @@ const answers: Record<string, () => Response> = {
   },
   '/json': () => Response.json({ ok: true }, { headers: { 'airlock-command': 'release' } }),
   '/none': () => new Response('page'),
-  '/other-headers': () => new Response('page', { headers: { 'x-airlock-commander': 'release', 'content-type': 'text/plain' } }),
+  '/other-headers': () =>
+    new Response('page', { headers: { 'x-airlock-commander': 'release', 'content-type': 'text/plain' } }),
 }
 
 async function site(): Promise<{ url: string; gate: FetchAirlock }> {
   const gate = airlock({ limit: 1, store: memoryStore(), secret: SECRET, logger: recordingLogger() })
-  const server = createAdaptorServer({ fetch: gate.wrap((request: Request) => answers[new URL(request.url).pathname]!()) })
+  const server = createAdaptorServer({
+    fetch: gate.wrap((request: Request) => answers[new URL(request.url).pathname]!()),
+  })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   closers.push(async () => {
     await gate.close()
@@ -70,11 +73,13 @@ describe('Airlock-Command on @hono/node-server', () => {
       expect([r.status, await r.text()]).toEqual([200, 'page'])
       expect(r.headers.getSetCookie()).toEqual([])
     }
-    expect((await fetch(`${url}/other-headers`, { headers: { cookie: pass } })).headers.get('x-airlock-commander')).toBe('release')
+    expect(
+      (await fetch(`${url}/other-headers`, { headers: { cookie: pass } })).headers.get('x-airlock-commander'),
+    ).toBe('release')
     expect((await gate.gate.state()).held).toBe(1)
   })
 
-  it('commandOf reads any runtime\'s Response by its headers', () => {
+  it("commandOf reads any runtime's Response by its headers", () => {
     expect(commandOf(new Response('x', { headers: { 'AIRLOCK-COMMAND': 'release' } }))).toBe('release')
     expect(commandOf(new Response('x'))).toBeNull()
   })

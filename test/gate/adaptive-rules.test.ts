@@ -20,7 +20,13 @@ const closers: (() => Promise<unknown> | unknown)[] = []
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c()
 })
-const view = (cookie?: string) => ({ method: 'GET', url: '/', headers: cookie ? { cookie } : {}, secure: false, request: undefined })
+const view = (cookie?: string) => ({
+  method: 'GET',
+  url: '/',
+  headers: cookie ? { cookie } : {},
+  secure: false,
+  request: undefined,
+})
 
 /** Fastify in request mode before `handler`; resolves the app's URL and its gate. */
 async function app(options: object, handler: () => Promise<number>): Promise<{ url: string; gate: Gate }> {
@@ -29,7 +35,10 @@ async function app(options: object, handler: () => Promise<number>): Promise<{ u
   fastify.get('/', async (_req, reply) => reply.code(await handler()).send('x'))
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   closers.push(() => fastify.close())
-  return { url: `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`, gate: fastify.airlockGate as unknown as Gate }
+  return {
+    url: `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`,
+    gate: fastify.airlockGate as unknown as Gate,
+  }
 }
 
 /** `clients` loops until `ms` have passed: a 500 is retried at once (the worst client), a 503 after 10 ms. */
@@ -52,7 +61,12 @@ async function drive(url: string, clients: number, ms: number): Promise<Record<n
 
 describe('a failure costs what a success costs', () => {
   it('request mode: a failed request keeps its slot about as long as a good one, and its instance takes one slot less at once', async () => {
-    const gate = createGate({ mode: 'request', reuseWindow: 0, limit: { min: 2, max: 50, initial: 10 }, store: memoryStore() })
+    const gate = createGate({
+      mode: 'request',
+      reuseWindow: 0,
+      limit: { min: 2, max: 50, initial: 10 },
+      store: memoryStore(),
+    })
     closers.push(() => gate.close())
     await until(() => gate.limit === 10)
     const good = await gate.decide(view())
@@ -69,7 +83,9 @@ describe('a failure costs what a success costs', () => {
     expect((await gate.state()).held).toBe(0)
   })
 
-  it('a backend that fails at once above its capacity: a slot past it does not turn into thousands of failures', { timeout: 20_000 }, async () => {
+  it('a backend that fails at once above its capacity: a slot past it does not turn into thousands of failures', {
+    timeout: 20_000,
+  }, async () => {
     // Capacity 5: 30 ms pages while at most 5 are inside, an instant 500 above (a pool that throws).
     let inside = 0
     const { url, gate } = await app({ limit: { min: 2, max: 100, initial: 20 }, store: memoryStore() }, async () => {
@@ -89,7 +105,7 @@ describe('a failure costs what a success costs', () => {
     expect(gate.limit).toBeLessThanOrEqual(8)
   })
 
-  it('session mode: a pass whose request failed waits a good request\'s time before its next one; one failure brakes newcomers by one', async () => {
+  it("session mode: a pass whose request failed waits a good request's time before its next one; one failure brakes newcomers by one", async () => {
     const gate = createGate({ limit: { min: 2, max: 50, initial: 10 }, store: memoryStore(), secret: SECRET })
     closers.push(() => gate.close())
     await until(() => gate.limit === 10)
@@ -114,11 +130,19 @@ describe('a failure costs what a success costs', () => {
 })
 
 describe('session mode: passes out above the figure in force', () => {
-  it('a visitor whose request fails while more passes are out than the figure gives its pass back: its next request is a newcomer\'s (busy), not another failure', { timeout: 20_000 }, async () => {
+  it("a visitor whose request fails while more passes are out than the figure gives its pass back: its next request is a newcomer's (busy), not another failure", {
+    timeout: 20_000,
+  }, async () => {
     // A backend that fails at once above 4 inside; 12 visitors in at the start (initial 12).
     let inside = 0
     const fastify = Fastify()
-    await fastify.register(airlockShield, { mode: 'session', secret: SECRET, logger: { warn: () => {} }, limit: { min: 2, max: 50, initial: 12 }, store: memoryStore() })
+    await fastify.register(airlockShield, {
+      mode: 'session',
+      secret: SECRET,
+      logger: { warn: () => {} },
+      limit: { min: 2, max: 50, initial: 12 },
+      store: memoryStore(),
+    })
     fastify.get('/', async (_req, reply) => {
       if (inside >= 4) return reply.code(500).send('refused')
       inside++
@@ -152,12 +176,20 @@ describe('session mode: passes out above the figure in force', () => {
 })
 
 describe('session mode: a latency cut holds at once', () => {
-  it('while more passes are out than the figure, a visitor whose request was sharply slower than the baseline gives its pass back', { timeout: 20_000 }, async () => {
+  it('while more passes are out than the figure, a visitor whose request was sharply slower than the baseline gives its pass back', {
+    timeout: 20_000,
+  }, async () => {
     // 12 visitors in (initial 12); 20 ms a request for 1.5 s, then 200 ms above 4 inside (no failure).
     let inside = 0
     const t0 = Date.now()
     const fastify = Fastify()
-    await fastify.register(airlockShield, { mode: 'session', secret: SECRET, logger: { warn: () => {} }, limit: { min: 2, max: 50, initial: 12 }, store: memoryStore() })
+    await fastify.register(airlockShield, {
+      mode: 'session',
+      secret: SECRET,
+      logger: { warn: () => {} },
+      limit: { min: 2, max: 50, initial: 12 },
+      store: memoryStore(),
+    })
     fastify.get('/', async () => {
       inside++
       await sleep(Date.now() - t0 > 1_500 && inside > 4 ? 200 : 20)
@@ -189,7 +221,9 @@ describe('session mode: a latency cut holds at once', () => {
 
 function overrideAndRestart(label: string, fresh: () => Store) {
   describe(`learns only what was allowed to happen (${label})`, () => {
-    it('no growth while a live limit holds the gate lower; cleared, it goes on from the live figure', { timeout: 20_000 }, async () => {
+    it('no growth while a live limit holds the gate lower; cleared, it goes on from the live figure', {
+      timeout: 20_000,
+    }, async () => {
       const store = fresh()
       const name = `override-${Math.random().toString(36).slice(2)}`
       const control = airlockControl({ name, store })
@@ -209,9 +243,14 @@ function overrideAndRestart(label: string, fresh: () => Store) {
       expect(gate.limit).toBeGreaterThanOrEqual(5)
     })
 
-    it('the estimate survives a restart of the gate: the figure and the estimator\'s state come back from the store', async () => {
+    it("the estimate survives a restart of the gate: the figure and the estimator's state come back from the store", async () => {
       const store = fresh()
-      const options = { name: `restart-${Math.random().toString(36).slice(2)}`, limit: { min: 2, max: 100, initial: 40 }, store, secret: SECRET }
+      const options = {
+        name: `restart-${Math.random().toString(36).slice(2)}`,
+        limit: { min: 2, max: 100, initial: 40 },
+        store,
+        secret: SECRET,
+      }
       const a = createGate(options)
       for (let i = 0; i < 40; i++) a.measure(50, false)
       await until(async () => (await a.status()).adaptive?.baseline !== null)

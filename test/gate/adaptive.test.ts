@@ -52,13 +52,20 @@ async function drive(url: string, clients: number, ms: number): Promise<void> {
 }
 
 describe.each(['fastify', 'express'])('adaptive limit on %s, request mode', (adapter) => {
-  it('learns a capacity of 10 from a start of 2, and keeps the handler out of failure', { timeout: 40_000 }, async () => {
+  it('learns a capacity of 10 from a start of 2, and keeps the handler out of failure', {
+    timeout: 40_000,
+  }, async () => {
     const backend = fragile(10)
     let gate: Gate
     let url: string
     if (adapter === 'fastify') {
       const app = Fastify()
-      await app.register(airlockShield, { mode: 'request', limit: { min: 2, max: 100 }, store: memoryStore(), logger: { warn: () => {} } })
+      await app.register(airlockShield, {
+        mode: 'request',
+        limit: { min: 2, max: 100 },
+        store: memoryStore(),
+        logger: { warn: () => {} },
+      })
       app.get('/', async (_req, reply) => reply.code(await backend.work()).send('x'))
       await app.listen({ port: 0, host: '127.0.0.1' })
       closers.push(() => app.close())
@@ -66,13 +73,21 @@ describe.each(['fastify', 'express'])('adaptive limit on %s, request mode', (ada
       url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/`
     } else {
       const app = express()
-      const mw = airlock({ mode: 'request', limit: { min: 2, max: 100 }, store: memoryStore(), logger: { warn: () => {} } })
+      const mw = airlock({
+        mode: 'request',
+        limit: { min: 2, max: 100 },
+        store: memoryStore(),
+        logger: { warn: () => {} },
+      })
       app.use(mw)
       app.get('/', (_req, res) => void backend.work().then((status) => res.status(status).send('x')))
       const server: Server = await new Promise((ok) => {
         const s = app.listen(0, '127.0.0.1', () => ok(s))
       })
-      closers.push(() => new Promise((ok) => server.close(ok)), () => mw.close())
+      closers.push(
+        () => new Promise((ok) => server.close(ok)),
+        () => mw.close(),
+      )
       gate = mw.gate as unknown as Gate
       url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`
     }
@@ -113,7 +128,8 @@ describe('adaptive limit options and session mode', () => {
     expect([gate.limit, gate.adaptive]).toEqual([4, true])
     for (let i = 0; i < 40; i++) gate.measure(20, false)
     await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined }) // admitted
-    for (let i = 0; i < 6; i++) await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })
+    for (let i = 0; i < 6; i++)
+      await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })
     await until(async () => Math.abs(((await gate.status()).adaptive?.recent ?? 0) / 20 - 1) < 0.013, 2_000)
     for (let i = 0; i < 40; i++) gate.measure(30, true)
     await until(() => gate.limit === 3, 2_000) // failures: cut to min
@@ -126,10 +142,18 @@ describe('adaptive limit across instances', () => {
   const priv = usePrivateRedis()
 
   it('two gates on one Redis share one figure: failures seen by one lower it for both', async () => {
-    const options = { name: 'fleet-adaptive', limit: { min: 2, max: 200, initial: 40 }, store: priv.store, secret: SECRET }
+    const options = {
+      name: 'fleet-adaptive',
+      limit: { min: 2, max: 200, initial: 40 },
+      store: priv.store,
+      secret: SECRET,
+    }
     const a = createGate(options)
     const b = createGate(options)
-    closers.push(() => a.close(), () => b.close())
+    closers.push(
+      () => a.close(),
+      () => b.close(),
+    )
     await until(() => a.limit === 40 && b.limit === 40, 2_000)
     for (let i = 0; i < 20; i++) a.measure(30, true)
     await until(() => a.limit < 40 && b.limit === a.limit, 3_000)
@@ -142,7 +166,10 @@ describe('adaptive limit across instances', () => {
     const options = { name: 'fleet-judge', limit: { min: 2, max: 200, initial: 10 }, store: priv.store, secret: SECRET }
     const a = createGate(options)
     const b = createGate(options)
-    closers.push(() => a.close(), () => b.close())
+    closers.push(
+      () => a.close(),
+      () => b.close(),
+    )
     for (let i = 0; i < 50; i++) a.measure(80, false)
     await until(async () => Math.abs(((await b.status()).adaptive?.recent ?? 0) / 80 - 1) < 0.013, 3_000)
     const baseline = (await b.status()).adaptive?.baseline

@@ -26,7 +26,14 @@ import { spawned } from '../proxy/origins.js'
 const SECRET = 'a-bypass-prefix-test-secret-of-32-bytes'
 const GATED = 'GATED PAGE'
 /** One visitor inside, nobody else: a request the gate judges gets 503. */
-const gateOptions = () => ({ limit: 1, bypass: ['/static'], secret: SECRET, clientShare: false as const, store: memoryStore(), logger: { warn: () => {} } })
+const gateOptions = () => ({
+  limit: 1,
+  bypass: ['/static'],
+  secret: SECRET,
+  clientShare: false as const,
+  store: memoryStore(),
+  logger: { warn: () => {} },
+})
 
 /** Spellings of a walk from `/static` to `target` (`admin` or `admin.php`). */
 function corpus(target: string): string[] {
@@ -144,26 +151,32 @@ const has = (cmd: string, arg: string): boolean => spawnSync(cmd, [arg]).error =
 const inCi = process.env.CI === 'true'
 
 describe('a bypass prefix lets through only what every origin reads under it (issue 38)', () => {
-  it.skipIf(!hasNginx && !inCi)('nginx behind airlock proxy --bypass /static: none of the corpus reaches its gated page', async () => {
-    const origin = await nginx()
-    const bare = await reaching(origin.url, origin.paths)
-    expect(bare.length, 'nginx resolves some of the corpus to /admin').toBeGreaterThan(10)
-    expect(bare).toContain('/static;/../admin')
-    const base = await behindProxy(origin)
-    await fill(base, '/admin')
-    expect(await reaching(base, origin.paths), `nginx serves ${bare.length} of them as /admin`).toEqual([])
-    expect((await get(base, '/static/x')).body).toBe('static file')
-  })
+  it.skipIf(!hasNginx && !inCi)(
+    'nginx behind airlock proxy --bypass /static: none of the corpus reaches its gated page',
+    async () => {
+      const origin = await nginx()
+      const bare = await reaching(origin.url, origin.paths)
+      expect(bare.length, 'nginx resolves some of the corpus to /admin').toBeGreaterThan(10)
+      expect(bare).toContain('/static;/../admin')
+      const base = await behindProxy(origin)
+      await fill(base, '/admin')
+      expect(await reaching(base, origin.paths), `nginx serves ${bare.length} of them as /admin`).toEqual([])
+      expect((await get(base, '/static/x')).body).toBe('static file')
+    },
+  )
 
-  it.skipIf(!has('php', '-v') && !inCi)('php -S behind airlock proxy --bypass /static: none of the corpus runs admin.php', async () => {
-    const origin = await php()
-    const bare = await reaching(origin.url, origin.paths)
-    expect(bare.length, 'php -S resolves some of the corpus to admin.php').toBeGreaterThan(0)
-    const base = await behindProxy(origin)
-    await fill(base, '/admin.php')
-    expect(await reaching(base, origin.paths), `php -S runs admin.php for ${bare.length} of them`).toEqual([])
-    expect((await get(base, '/static/x')).body).toBe('static file')
-  })
+  it.skipIf(!has('php', '-v') && !inCi)(
+    'php -S behind airlock proxy --bypass /static: none of the corpus runs admin.php',
+    async () => {
+      const origin = await php()
+      const bare = await reaching(origin.url, origin.paths)
+      expect(bare.length, 'php -S resolves some of the corpus to admin.php').toBeGreaterThan(0)
+      const base = await behindProxy(origin)
+      await fill(base, '/admin.php')
+      expect(await reaching(base, origin.paths), `php -S runs admin.php for ${bare.length} of them`).toEqual([])
+      expect((await get(base, '/static/x')).body).toBe('static file')
+    },
+  )
 
   it.each([
     ['Fastify', fastifyApp],

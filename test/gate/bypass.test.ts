@@ -50,15 +50,27 @@ describe('PathMatcher.bypasses: only when every reading is a bypassed path', () 
     expect(new PathMatcher(['/static']).bypasses(odd)).toBe(false)
   })
 
-
   const m = new PathMatcher(['/static', '/API/health', /^\/(?!admin)/, /\.css$/])
 
   it('lets through what the rules mean', () => {
-    for (const url of ['/static', '/static/', '/static/a.js', '/about', '/app.css', '/app.css;v=2', '/API/health']) expect(m.bypasses(url), url).toBe(true)
+    for (const url of ['/static', '/static/', '/static/a.js', '/about', '/app.css', '/app.css;v=2', '/API/health'])
+      expect(m.bypasses(url), url).toBe(true)
   })
 
   it('gates every spelling of a gated path', () => {
-    for (const url of ['/admin', '/admin;.css', '/%61dmin', '/x/../admin', '//admin', '/x/..%2fadmin', '/static;/../admin', '/static;x/../admin', '/static;/%2e%2e/admin', '/static/x;/../../admin']) expect(m.bypasses(url), url).toBe(false)
+    for (const url of [
+      '/admin',
+      '/admin;.css',
+      '/%61dmin',
+      '/x/../admin',
+      '//admin',
+      '/x/..%2fadmin',
+      '/static;/../admin',
+      '/static;x/../admin',
+      '/static;/%2e%2e/admin',
+      '/static/x;/../../admin',
+    ])
+      expect(m.bypasses(url), url).toBe(false)
     expect(m.bypasses('/ADMIN'), 'a case-sensitive router does not serve /ADMIN as /admin').toBe(true)
     expect(m.bypasses('/ADMIN', { foldCase: true })).toBe(false)
     expect(m.bypasses('/Admin', { route: '/admin' })).toBe(false)
@@ -69,6 +81,9 @@ describe('PathMatcher.bypasses: only when every reading is a bypassed path', () 
     expect(paths.bypasses('/api/HEALTH', { foldCase: true })).toBe(true)
     expect(paths.bypasses('/api/HEALTH')).toBe(false)
     expect(paths.bypasses('/STATIC/x.js', { foldCase: true })).toBe(true)
-    expect(new PathMatcher([/^\/Static\//]).bypasses('/Static/x.js', { foldCase: true }), 'a pattern is tested as written on the lower-cased reading too').toBe(false)
+    expect(
+      new PathMatcher([/^\/Static\//]).bypasses('/Static/x.js', { foldCase: true }),
+      'a pattern is tested as written on the lower-cased reading too',
+    ).toBe(false)
   })
 })

@@ -21,7 +21,10 @@ import {
 const SECRET = 'challenge-test-secret-at-least-32-bytes'
 const OTHER_SECRET = 'another-challenge-secret-of-32-bytes-or-more'
 const now = 1_750_000_000_000
-const settings = (over: Partial<ChallengeSettings> = {}): ChallengeSettings => ({ ...challengeSettings(true)!, ...over })
+const settings = (over: Partial<ChallengeSettings> = {}): ChallengeSettings => ({
+  ...challengeSettings(true)!,
+  ...over,
+})
 
 const solve = solvingNonce
 const miss = wrongNonce
@@ -61,20 +64,34 @@ describe('queue.challenge settings', () => {
   })
 
   it('throws ERR_AIRLOCK_OPTION naming the option and the fix', () => {
-    expect(optionMessage({ difficulty: 40 })).toBe('queue.challenge.difficulty must be an integer from 1 to 32 (leading zero bits), got 40')
-    expect(optionMessage({ difficulty: 0 })).toMatch(/^queue\.challenge\.difficulty must be an integer from 1 to 32.*got 0$/)
+    expect(optionMessage({ difficulty: 40 })).toBe(
+      'queue.challenge.difficulty must be an integer from 1 to 32 (leading zero bits), got 40',
+    )
+    expect(optionMessage({ difficulty: 0 })).toMatch(
+      /^queue\.challenge\.difficulty must be an integer from 1 to 32.*got 0$/,
+    )
     expect(optionMessage({ difficulty: 12.5 })).toMatch(/difficulty .*got 12\.5$/)
     expect(optionMessage({ difficulty: '16' })).toMatch(/difficulty .*got "16"$/)
     expect(optionMessage({ difficulty: 16, maxDifficulty: 15 })).toBe(
       'queue.challenge.maxDifficulty must be an integer from 16 to 32 (leading zero bits), got 15',
     )
     expect(optionMessage({ maxDifficulty: 33 })).toMatch(/^queue\.challenge\.maxDifficulty .*got 33$/)
-    expect(optionMessage({ ttl: 0 })).toBe("queue.challenge.ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0")
-    expect(optionMessage({ noscriptDelay: -1 })).toMatch(/^queue\.challenge\.noscriptDelay must be a positive number of milliseconds/)
-    expect(optionMessage({ noscriptRate: -1 })).toMatch(/^queue\.challenge\.noscriptRate must be a number of visitors a second, 0 or more \(0: none gets in without JavaScript\), got -1$/)
+    expect(optionMessage({ ttl: 0 })).toBe(
+      "queue.challenge.ttl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got 0",
+    )
+    expect(optionMessage({ noscriptDelay: -1 })).toMatch(
+      /^queue\.challenge\.noscriptDelay must be a positive number of milliseconds/,
+    )
+    expect(optionMessage({ noscriptRate: -1 })).toMatch(
+      /^queue\.challenge\.noscriptRate must be a number of visitors a second, 0 or more \(0: none gets in without JavaScript\), got -1$/,
+    )
     expect(optionMessage({ noscriptRate: Number.NaN })).toMatch(/noscriptRate .*got NaN$/)
-    expect(optionMessage({ failed: 'block' })).toBe("queue.challenge.failed must be one of 'refuse', 'shadow', got \"block\"")
-    expect(optionMessage({ dificulty: 12 })).toMatch(/^queue\.challenge has no option 'dificulty' \(did you mean 'difficulty'\?\); known options are difficulty, maxDifficulty/)
+    expect(optionMessage({ failed: 'block' })).toBe(
+      "queue.challenge.failed must be one of 'refuse', 'shadow', got \"block\"",
+    )
+    expect(optionMessage({ dificulty: 12 })).toMatch(
+      /^queue\.challenge has no option 'dificulty' \(did you mean 'difficulty'\?\); known options are difficulty, maxDifficulty/,
+    )
     expect(optionMessage('yes')).toMatch(/^queue\.challenge must be true, false or an object .*got "yes"$/)
     expect(optionMessage(null)).toMatch(/got null$/)
     expect(optionMessage([16])).toMatch(/got an array$/)
@@ -123,7 +140,9 @@ describe('Challenges: issue and verify', () => {
     expect(c.verify('visitor-1', `${challenge} ${miss(challenge, 8)}`, now)).toBe('invalid')
     // A lower difficulty written into the challenge breaks its signature.
     expect(c.verify('visitor-1', `${challenge.replace('~8~', '~1~')} ${nonce}`, now)).toBe('invalid')
-    expect(c.verify('visitor-1', `${challenge.slice(0, -1)}${challenge.endsWith('A') ? 'B' : 'A'} ${nonce}`, now)).toBe('invalid')
+    expect(c.verify('visitor-1', `${challenge.slice(0, -1)}${challenge.endsWith('A') ? 'B' : 'A'} ${nonce}`, now)).toBe(
+      'invalid',
+    )
     for (const bad of [
       challenge, // no nonce
       `${challenge}  ${nonce}`, // two spaces
@@ -163,7 +182,12 @@ describe('Challenges: issue and verify', () => {
       // Mutations of the signed challenge (another nonce can be a genuine solution: 1 in 16 at 4 bits).
       const mutated = [...good]
       mutated[Math.floor(Math.random() * challenge.length)] = alphabet[Math.floor(Math.random() * alphabet.length)]!
-      const variants = [s, mutated.join(''), randomBytes(i % 300).toString('latin1'), good.slice(0, Math.floor(Math.random() * good.length))]
+      const variants = [
+        s,
+        mutated.join(''),
+        randomBytes(i % 300).toString('latin1'),
+        good.slice(0, Math.floor(Math.random() * good.length)),
+      ]
       for (const v of variants) {
         if (v === good) continue
         const verdict = c.verify('v', v, now)
@@ -240,7 +264,12 @@ describe('Challenges: difficulty under pressure', () => {
 
   it('is pure: the same pressure always gives the same bits', () => {
     expect(at(40, 4000)).toBe(at(40, 4000))
-    expect(new Challenges('x', [SECRET], settings({ difficulty: 3, maxDifficulty: 3 })).difficultyFor({ newPerSecond: 1e6, waiting: 1e6 })).toBe(3)
+    expect(
+      new Challenges('x', [SECRET], settings({ difficulty: 3, maxDifficulty: 3 })).difficultyFor({
+        newPerSecond: 1e6,
+        waiting: 1e6,
+      }),
+    ).toBe(3)
   })
 })
 

@@ -56,7 +56,9 @@ describe('client keys', () => {
     expect(() => shareSettings({ places: 0 })).toThrow(/clientShare\.places must be/)
     expect(() => shareSettings({ place: 3 })).toThrow(/clientShare/)
     expect(() => shareSettings('yes')).toThrow(/clientShare must be false/)
-    expect(() => createGate({ mode: 'request', clientShare: { places: 3 } })).toThrow(/clientShare needs mode 'session'/)
+    expect(() => createGate({ mode: 'request', clientShare: { places: 3 } })).toThrow(
+      /clientShare needs mode 'session'/,
+    )
     expect(() => createGate({ clientKey: 'ip' as never })).toThrow(/clientKey must be a function/)
   })
 })
@@ -100,7 +102,8 @@ describe.each(['memory', 'redis'] as const)('a cookie-less flood from one addres
     await Promise.all(apps.map((a) => a.close()))
     await redis?.stop()
   })
-  const storeFor = (): Store => (kind === 'memory' ? memoryStore() : redisStore({ client: redis!.client(), prefix: `share${++n}` }))
+  const storeFor = (): Store =>
+    kind === 'memory' ? memoryStore() : redisStore({ client: redis!.client(), prefix: `share${++n}` })
 
   it('busy page, limit 20: a loop at 50 requests a second holds no more than its share; five visitors from other addresses all get in', async () => {
     const store = storeFor()
@@ -111,7 +114,9 @@ describe.each(['memory', 'redis'] as const)('a cookie-less flood from one addres
     const visitors = Array.from({ length: 5 }, () => new Browser(app.url))
     const got = await Promise.all(visitors.map(async (v) => (await v.get('/kind', { headers: JSON_ACCEPT })).body))
     const seen = await loop
-    console.log(`busy page on ${kind}: the flood was admitted ${seen.admit} times, refused ${seen.share} times (client-share); visitors: ${got.join(', ')}`)
+    console.log(
+      `busy page on ${kind}: the flood was admitted ${seen.admit} times, refused ${seen.share} times (client-share); visitors: ${got.join(', ')}`,
+    )
     expect(got).toEqual(Array(5).fill('admit'))
     // Its share: a quarter of the limit in unconfirmed slots (they live 10 s, longer than the flood).
     expect(seen.admit).toBeLessThanOrEqual(5)
@@ -124,7 +129,14 @@ describe.each(['memory', 'redis'] as const)('a cookie-less flood from one addres
     const store = storeFor()
     const app = await startApp('fastify', {
       // The holder's pass outlives the flood however slow the box (the flood takes 10 s, a minute with a core busy).
-      gate: { store, secret: SECRET, limit: 1, passTtl: 600_000, queue: { pollInterval: 200, confirmTimeout: 3_000 }, logger: recordingLogger() },
+      gate: {
+        store,
+        secret: SECRET,
+        limit: 1,
+        passTtl: 600_000,
+        queue: { pollInterval: 200, confirmTimeout: 3_000 },
+        logger: recordingLogger(),
+      },
     })
     apps.push(app)
     const holder = new Browser(app.url)
@@ -161,7 +173,9 @@ describe.each(['memory', 'redis'] as const)('a cookie-less flood from one addres
     }
     const seen = await loop
     const took = Date.now() - t0
-    console.log(`waiting room on ${kind}: 20,000 flood requests in ${took} ms: ${seen.queued} places, ${seen.share} refused (client-share), ${seen.admit} admitted, ${seen.other} other; honest positions ${positions.join(' ')}`)
+    console.log(
+      `waiting room on ${kind}: 20,000 flood requests in ${took} ms: ${seen.queued} places, ${seen.share} refused (client-share), ${seen.admit} admitted, ${seen.other} other; honest positions ${positions.join(' ')}`,
+    )
     expect(seen.other).toBe(0)
     // No more than its share of places ahead of any honest visitor (20), whatever its request rate;
     // and no more new places than its rate allows (a burst of 60, then one a second).

@@ -25,13 +25,20 @@ afterEach(async () => {
 
 function logger() {
   const lines: { level: string; msg?: string }[] = []
-  return { lines, warn: (_o: object, msg?: string) => void lines.push({ level: 'warn', msg }), info: () => {}, error: (_o: object, msg?: string) => void lines.push({ level: 'error', msg }) }
+  return {
+    lines,
+    warn: (_o: object, msg?: string) => void lines.push({ level: 'warn', msg }),
+    info: () => {},
+    error: (_o: object, msg?: string) => void lines.push({ level: 'error', msg }),
+  }
 }
 
 async function fleet(redis: PrivateRedis, name: string) {
   const stores = [0, 1].map(() => redisStore({ client: redis.client({ maxRetriesPerRequest: 1 }) }))
   const logs = [logger(), logger()]
-  const gates = stores.map((store, i) => createGate({ name, store, secret: SECRET, limit: 40, logger: logs[i]!, onStoreError: 'closed' }))
+  const gates = stores.map((store, i) =>
+    createGate({ name, store, secret: SECRET, limit: 40, logger: logs[i]!, onStoreError: 'closed' }),
+  )
   await Promise.all(gates.map((g) => g.ready))
   closers.push(async () => {
     for (const g of gates) await g.close()
@@ -46,7 +53,9 @@ describe('the live control after the store lost its data', () => {
     await redis?.stop()
   })
 
-  it('Redis restarted empty: a live limit and a closed gate stay in force, are written back, logged at error level and published', { timeout: 30_000 }, async () => {
+  it('Redis restarted empty: a live limit and a closed gate stay in force, are written back, logged at error level and published', {
+    timeout: 30_000,
+  }, async () => {
     redis = await startRedis()
     const { gates, logs, control } = await fleet(redis, 'lost-restart')
     const events: ControlEvent[] = []
@@ -67,14 +76,18 @@ describe('the live control after the store lost its data', () => {
     }
     // Written back above every version seen, with what was in force.
     expect(await control.get()).toMatchObject({ mode: 'closed', limit: 20, updatedBy: 'test' })
-    expect(logs.some((l) => l.lines.some((x) => x.level === 'error' && /gone from the store/.test(x.msg ?? '')))).toBe(true)
+    expect(logs.some((l) => l.lines.some((x) => x.level === 'error' && /gone from the store/.test(x.msg ?? '')))).toBe(
+      true,
+    )
     expect(events.some((e) => e.event === 'restored' && e.version === version)).toBe(true)
     // The operator can still change it, and every gate follows.
     await control.set({ mode: null })
     await until(() => gates.every((g) => g.control.mode === 'normal' && g.limit === 20))
   })
 
-  it('FLUSHDB: the same, and a gate started after the loss learns the written-back control', { timeout: 30_000 }, async () => {
+  it('FLUSHDB: the same, and a gate started after the loss learns the written-back control', {
+    timeout: 30_000,
+  }, async () => {
     redis = await startRedis()
     const { gates, control } = await fleet(redis, 'lost-flush')
     await control.set({ mode: 'queue-all' })

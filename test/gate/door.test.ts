@@ -29,7 +29,16 @@ describe('the proof-of-work door', () => {
   let store: Store
   const open = async (challenge: object = {}, gate: GateOptions = {}) => {
     store = memoryStore()
-    return start({ gate: { store, secret: SECRET, limit: 1, logger: recordingLogger(), queue: { challenge: { difficulty: 8, ...challenge } }, ...gate } })
+    return start({
+      gate: {
+        store,
+        secret: SECRET,
+        limit: 1,
+        logger: recordingLogger(),
+        queue: { challenge: { difficulty: 8, ...challenge } },
+        ...gate,
+      },
+    })
   }
   const events: ChallengeEvent[] = []
   const record = (e: unknown): void => void events.push(e as ChallengeEvent)
@@ -70,12 +79,19 @@ describe('the proof-of-work door', () => {
     // A forged nonce, a challenge of another visitor, garbage: refused.
     const w = new Browser(app.url)
     const mine = await challenged(w)
-    for (const forged of [forge(mine.challenge, mine.difficulty), solution, 'x'.repeat(5000), `${mine.challenge.slice(0, -2)}xx 7`]) {
+    for (const forged of [
+      forge(mine.challenge, mine.difficulty),
+      solution,
+      'x'.repeat(5000),
+      `${mine.challenge.slice(0, -2)}xx 7`,
+    ]) {
       expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forged } })).status).toBe(503)
     }
     expect(await store.state('default')).toEqual({ held: 1, waiting: 0 })
     // Solved honestly, it takes a place in line (the slot is held): 202 with its ticket.
-    const queued = await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': solve(mine.challenge, mine.difficulty) } })
+    const queued = await w.get('/kind', {
+      headers: { ...JSON_ACCEPT, 'x-airlock-solution': solve(mine.challenge, mine.difficulty) },
+    })
     expect(queued.status).toBe(202)
     expect(JSON.parse(queued.body)).toMatchObject({ status: 'queued', position: 1 })
     expect(w.jar.has('airlock_ticket')).toBe(true)
@@ -104,7 +120,9 @@ describe('the proof-of-work door', () => {
     for (const b of bots) expect((await b.get('/kind', { headers: JSON_ACCEPT })).status).toBe(202) // a door cookie each, no work
     await sleep(400)
     // Through the door: admitted (the route's "admit") or queued; the others get the challenge again.
-    const through = (await Promise.all(bots.map((b) => b.get('/kind', { headers: JSON_ACCEPT })))).filter((r) => !r.body.includes('"challenge"'))
+    const through = (await Promise.all(bots.map((b) => b.get('/kind', { headers: JSON_ACCEPT })))).filter(
+      (r) => !r.body.includes('"challenge"'),
+    )
     // Ten seconds' worth at once (5), and what half a second a second adds while they ask.
     expect(through.length).toBeGreaterThanOrEqual(5)
     expect(through.length).toBeLessThanOrEqual(6)
@@ -117,10 +135,14 @@ describe('the proof-of-work door', () => {
     const app = await open({ failed: 'shadow' })
     const holder = new Browser(app.url)
     const c = await challenged(holder)
-    expect((await holder.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
+    expect(
+      (await holder.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body,
+    ).toBe('admit')
     const bot = new Browser(app.url)
     const mine = await challenged(bot)
-    const first = await bot.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(mine.challenge, mine.difficulty) } })
+    const first = await bot.get('/kind', {
+      headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(mine.challenge, mine.difficulty) },
+    })
     expect(first.status).toBe(202)
     const place = JSON.parse(first.body) as { status: string; position: number }
     expect(place.status).toBe('queued')
@@ -139,10 +161,15 @@ describe('the proof-of-work door', () => {
       const app = await open()
       const v = new Browser(app.url)
       const c = await challenged(v)
-      expect((await v.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe('admit')
+      expect((await v.get('/kind', { headers: { 'x-airlock-solution': solve(c.challenge, c.difficulty) } })).body).toBe(
+        'admit',
+      )
       const w = new Browser(app.url)
       const d = await challenged(w)
-      expect((await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(d.challenge, d.difficulty) } })).status).toBe(503)
+      expect(
+        (await w.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-solution': forge(d.challenge, d.difficulty) } }))
+          .status,
+      ).toBe(503)
       const text = await registry.metrics()
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="issued"} 2')
       expect(text).toContain('airlock_challenges_total{gate="default",outcome="solved"} 1')
@@ -165,22 +192,37 @@ describe('the proof-of-work door', () => {
   })
 
   it('options are checked at startup, naming the option', async () => {
-    await expect(open({ difficulty: 40 })).rejects.toThrow(/queue\.challenge\.difficulty must be an integer from 1 to 32/)
+    await expect(open({ difficulty: 40 })).rejects.toThrow(
+      /queue\.challenge\.difficulty must be an integer from 1 to 32/,
+    )
     await expect(open({ failed: 'drop' })).rejects.toThrow(/queue\.challenge\.failed/)
   })
 })
 
-
-
 describe('the door under pressure', () => {
   it("the line's length raises the difficulty: a line of 2,000 asks one bit more", async () => {
     const store = memoryStore()
-    const gate = createGate({ store, secret: SECRET, limit: 1, logger: recordingLogger(), queue: { challenge: { difficulty: 8 } } })
+    const gate = createGate({
+      store,
+      secret: SECRET,
+      limit: 1,
+      logger: recordingLogger(),
+      queue: { challenge: { difficulty: 8 } },
+    })
     const line = { order: 'fifo' as const, maxLength: 0, idleTimeout: 30_000, claimWindow: 10_000 }
     await store.acquire('default', { token: 'holder', limit: 1, ttl: 60_000, weight: 1 })
-    for (let i = 0; i < 2_000; i++) await store.acquire('default', { token: `w${i}`, limit: 1, ttl: 60_000, weight: 1, queue: line })
-    const view = (headers: Record<string, string>) => ({ method: 'GET', url: '/', headers: { accept: 'application/json', ...headers }, secure: false, ip: '203.0.113.9', request: {} })
-    const difficultyOf = async (d: unknown) => (JSON.parse((d as { response: { body: string } }).response.body) as { difficulty: number; challenge: string })
+    for (let i = 0; i < 2_000; i++)
+      await store.acquire('default', { token: `w${i}`, limit: 1, ttl: 60_000, weight: 1, queue: line })
+    const view = (headers: Record<string, string>) => ({
+      method: 'GET',
+      url: '/',
+      headers: { accept: 'application/json', ...headers },
+      secure: false,
+      ip: '203.0.113.9',
+      request: {},
+    })
+    const difficultyOf = async (d: unknown) =>
+      JSON.parse((d as { response: { body: string } }).response.body) as { difficulty: number; challenge: string }
     const first = await gate.decide(view({}))
     const c = await difficultyOf(first)
     expect(c.difficulty).toBe(8) // nothing seen of the line yet

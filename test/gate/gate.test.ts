@@ -58,7 +58,10 @@ describe('createGate options', () => {
     [{ limit: 1.5 }, /^limit must be a positive integer/],
     [{ name: 'has space' }, /^name must be 1 to 64 characters/],
     [{ mode: 'queue' as 'request' }, /^mode must be one of 'session', 'request', got "queue"$/],
-    [{ passTtl: -1 }, /^passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got -1$/],
+    [
+      { passTtl: -1 },
+      /^passTtl must be a positive number of milliseconds or a duration such as '60s', '5m' or '250ms', got -1$/,
+    ],
     [{ mode: 'request', reuseWindow: -1 }, /^reuseWindow must be a non-negative integer, got -1$/],
     [{ passTtl: 5000, provisionalTtl: 6000 }, /^provisionalTtl must be at most passTtl \(5000\), got 6000$/],
     [{ passTtl: 5000, recheckInterval: 6000 }, /^recheckInterval must be at most passTtl/],
@@ -79,7 +82,10 @@ describe('createGate options', () => {
     [{ busyPage: 42 as unknown as string }, /^busyPage must be an HTML string or a function/],
     [{ nonce: 'abc' as unknown as () => string }, /^nonce must be a function/],
     [{ logger: {} as never }, /^logger must be a pino-shaped logger/],
-    [{ limt: 5 } as GateOptions, /^airlock gate has no option 'limt' \(did you mean 'limit'\?\); known options are name, limit/],
+    [
+      { limt: 5 } as GateOptions,
+      /^airlock gate has no option 'limt' \(did you mean 'limit'\?\); known options are name, limit/,
+    ],
   ])('%j fails at creation: %s', (options, message) => {
     expect(optionMessage(options)).toMatch(message)
   })
@@ -91,10 +97,14 @@ describe('createGate options', () => {
       expect(optionMessage({ store: redisStore({ client }) })).toMatch(
         /^secret is required when NODE_ENV=production and the store is shared \('redis'\)/,
       )
-      expect(() => createGate({ store: redisStore({ client }), secret: SECRET, logger: recordingLogger() })).not.toThrow()
+      expect(() =>
+        createGate({ store: redisStore({ client }), secret: SECRET, logger: recordingLogger() }),
+      ).not.toThrow()
       expect(() => createGate({ store: memoryStore(), logger: recordingLogger() })).not.toThrow()
       // Request mode signs nothing, so it needs no secret.
-      expect(() => createGate({ mode: 'request', store: redisStore({ client }), logger: recordingLogger() })).not.toThrow()
+      expect(() =>
+        createGate({ mode: 'request', store: redisStore({ client }), logger: recordingLogger() }),
+      ).not.toThrow()
     } finally {
       client.disconnect()
     }
@@ -164,7 +174,9 @@ describe('gate decisions', () => {
     expect((await store.state('default')).held).toBe(0)
     const after = await gate.decide(view({ headers: { cookie } }))
     expect(after.kind).toBe('admit') // a new visitor, with a new slot
-    expect(gate.clearCookie(true)).toMatch(/^airlock_pass=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0; Expires=.*; Secure$/)
+    expect(gate.clearCookie(true)).toMatch(
+      /^airlock_pass=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0; Expires=.*; Secure$/,
+    )
   })
 
   it('request mode: a slot per request, released exactly once', async () => {
@@ -186,7 +198,17 @@ describe('gate decisions', () => {
 /** A real store whose calls hang while `down` is set (stands in for a network partition). */
 function partitionable(inner: Store): Store & { down: boolean; late: Record<string, number> } {
   const s = { kind: 'partitionable', down: false, late: {} } as Store & { down: boolean; late: Record<string, number> }
-  for (const m of ['acquire', 'refresh', 'release', 'leave', 'leaseState', 'state', 'forceReleaseAll', 'subscribe', 'close'] as const) {
+  for (const m of [
+    'acquire',
+    'refresh',
+    'release',
+    'leave',
+    'leaseState',
+    'state',
+    'forceReleaseAll',
+    'subscribe',
+    'close',
+  ] as const) {
     ;(s as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
       if (s.down && m !== 'close') {
         await new Promise((r) => setTimeout(r, 400))
@@ -204,7 +226,10 @@ describe('cookies and secrets', () => {
       const gate = createGate({ store: memoryStore(), secret: SECRET, logger: recordingLogger(), cookie: options })
       return (await gate.decide(view({ secure }))).setCookie!
     }
-    const custom = await cookie({ name: 'pass', path: '/shop', domain: 'example.com', sameSite: 'strict', httpOnly: false }, false)
+    const custom = await cookie(
+      { name: 'pass', path: '/shop', domain: 'example.com', sameSite: 'strict', httpOnly: false },
+      false,
+    )
     expect(custom).toMatch(/^pass=p1~default~[^;]+; Path=\/shop; Domain=example\.com; SameSite=Strict; Max-Age=10$/)
     expect(await cookie({ secure: true }, false)).toMatch(/; Secure$/)
     expect(await cookie({ secure: false }, true)).not.toMatch(/Secure/)
@@ -310,11 +335,21 @@ describe('store budget and breaker', () => {
   it('fail-closed answers busy with the JSON or HTML busy response', async () => {
     const store = partitionable(memoryStore())
     store.down = true
-    const gate = createGate({ limit: 5, store, secret: SECRET, storeTimeout: 50, onStoreError: 'closed', logger: recordingLogger() })
+    const gate = createGate({
+      limit: 5,
+      store,
+      secret: SECRET,
+      storeTimeout: 50,
+      onStoreError: 'closed',
+      logger: recordingLogger(),
+    })
     try {
       const d = await gate.decide(view({ headers: { accept: 'application/json' } }))
       expect(d.kind).toBe('busy')
-      expect(d).toMatchObject({ reason: 'store-unavailable', response: { status: 503, body: '{"status":"busy","reason":"store-unavailable","retryAfter":5}' } })
+      expect(d).toMatchObject({
+        reason: 'store-unavailable',
+        response: { status: 503, body: '{"status":"busy","reason":"store-unavailable","retryAfter":5}' },
+      })
     } finally {
       await gate.close()
     }

@@ -8,7 +8,13 @@ import { recordingLogger } from '../helpers/stores.js'
 import { until } from '../helpers/wait.js'
 
 const SECRET = 'a-test-secret-that-is-at-least-32-bytes-long'
-const view = (cookie?: string): RequestView => ({ method: 'GET', url: '/', headers: cookie ? { cookie, accept: 'text/html' } : { accept: 'text/html' }, secure: false, request: undefined })
+const view = (cookie?: string): RequestView => ({
+  method: 'GET',
+  url: '/',
+  headers: cookie ? { cookie, accept: 'text/html' } : { accept: 'text/html' },
+  secure: false,
+  request: undefined,
+})
 const cookieOf = (d: GateDecision): string => (d as { setCookie: string }).setCookie.split(';')[0]!
 
 const gates: Gate[] = []
@@ -80,8 +86,14 @@ describe('live control: the gate follows the record in its store', () => {
     expect(d).toMatchObject({ kind: 'queued', position: null })
     const body = String((d as { response: { body: unknown } }).response.body)
     expect(body).toContain('Opening soon')
-    const json = await gate.decide({ ...view(cookieOf(d)), headers: { cookie: cookieOf(d), accept: 'application/json' } })
-    expect(JSON.parse(String((json as { response: { body: unknown } }).response.body))).toMatchObject({ status: 'queued', opensAt: new Date(opensAt).toISOString() })
+    const json = await gate.decide({
+      ...view(cookieOf(d)),
+      headers: { cookie: cookieOf(d), accept: 'application/json' },
+    })
+    expect(JSON.parse(String((json as { response: { body: unknown } }).response.body))).toMatchObject({
+      status: 'queued',
+      opensAt: new Date(opensAt).toISOString(),
+    })
     expect((await gate.decide(view(cookieOf(d)))).kind).toBe('queued')
     await until(() => Date.now() >= opensAt + 50, 3_000)
     expect((await gate.decide(view(cookieOf(d)))).kind).toBe('admit')
@@ -147,7 +159,9 @@ describe('live control: the gate follows the record in its store', () => {
       const control = airlockControl({ name: 'shop', store, logger, by: 'ops@laptop' })
       await control.set({ limit: 7 })
       await until(() => gate.control.version === 1, 2_000)
-      expect(logger.lines.find((l) => l.level === 'info')?.msg).toBe("airlock-shield: control of 'shop' changed by ops@laptop: limit=7")
+      expect(logger.lines.find((l) => l.level === 'info')?.msg).toBe(
+        "airlock-shield: control of 'shop' changed by ops@laptop: limit=7",
+      )
       expect(events.map((e) => [e.event, e.by])).toEqual([
         ['set', 'ops@laptop'],
         ['applied', 'ops@laptop'],
@@ -176,7 +190,10 @@ describe('control records: validation', () => {
     [{ mode: 'open' }, 'mode must be one of normal, queue-all, closed, passthrough'],
     [{ opensAt: 'tomorrow' }, 'opensAt must be a Date, an ISO 8601 time'],
     // Dates people get wrong (issue 25): seconds for milliseconds, 0, a fraction, a bare number as text.
-    [{ closesAt: 1_764_000_000 }, 'closesAt is before 2000 (1764000000 is 1970-01-21T10:00:00.000Z): times are ms since the epoch, a Date or an ISO 8601 time; 1764000000 looks like seconds since the epoch: that is 2025-11-24T16:00:00.000Z in milliseconds (1764000000000)'],
+    [
+      { closesAt: 1_764_000_000 },
+      'closesAt is before 2000 (1764000000 is 1970-01-21T10:00:00.000Z): times are ms since the epoch, a Date or an ISO 8601 time; 1764000000 looks like seconds since the epoch: that is 2025-11-24T16:00:00.000Z in milliseconds (1764000000000)',
+    ],
     [{ opensAt: 0 }, 'opensAt is before 2000'],
     [{ opensAt: 0.5 }, 'opensAt is before 2000'],
     [{ opensAt: '10' }, 'opensAt must be a Date, an ISO 8601 time'],
@@ -189,7 +206,11 @@ describe('control records: validation', () => {
   })
 
   it('decodes what it encodes', () => {
-    const fields = encodePatch({ limit: 3, mode: 'queue-all', admissionRate: 120, opensAt: '2026-12-01T09:00:00Z' }, 'cli', 1_000)
+    const fields = encodePatch(
+      { limit: 3, mode: 'queue-all', admissionRate: 120, opensAt: '2026-12-01T09:00:00Z' },
+      'cli',
+      1_000,
+    )
     const state: ControlState = decodeControl({ fields: fields as Record<string, string>, version: 4, now: 0 }, () => {
       throw new Error('nothing is bad')
     })

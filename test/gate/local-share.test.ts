@@ -28,11 +28,23 @@ afterEach(async () => {
 })
 
 /** One site: the handler takes 30 ms and counts who is inside (`inside.peak`), shared by the instances given the same counter. */
-async function site(redis: PrivateRedis, name: string, options: { limit: number; [option: string]: unknown }, inside: { now: number; peak: number; runs: number; failed: number }) {
+async function site(
+  redis: PrivateRedis,
+  name: string,
+  options: { limit: number; [option: string]: unknown },
+  inside: { now: number; peak: number; runs: number; failed: number },
+) {
   const capacity = options.limit + 2
   const store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }) })
   const fastify = Fastify()
-  await fastify.register(airlockShield, { name, secret: SECRET, store, reportInterval: 200, logger: silent, ...options })
+  await fastify.register(airlockShield, {
+    name,
+    secret: SECRET,
+    store,
+    reportInterval: 200,
+    logger: silent,
+    ...options,
+  })
   fastify.get('/', async (_req, reply) => {
     // A backend that throws at once past its capacity (2 over the limit here): an extra request
     // inside turns into instant 500s that free their place at once, as in a hug.
@@ -52,7 +64,10 @@ async function site(redis: PrivateRedis, name: string, options: { limit: number;
     await fastify.close()
     await store.close()
   })
-  return { url: `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`, gate: fastify.airlockGate as unknown as Gate }
+  return {
+    url: `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}/`,
+    gate: fastify.airlockGate as unknown as Gate,
+  }
 }
 
 /** `clients` send requests back to back (a visitor keeps its pass cookie) until `ms` have passed; the statuses. */
@@ -80,7 +95,9 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
     await redis?.stop()
   })
 
-  it('request mode: the site keeps serving during a 1.5 s pause, never more than the limit inside', { timeout: 30_000 }, async () => {
+  it('request mode: the site keeps serving during a 1.5 s pause, never more than the limit inside', {
+    timeout: 30_000,
+  }, async () => {
     redis = await startRedis()
     const inside = { now: 0, peak: 0, runs: 0, failed: 0 }
     const { url } = await site(redis, 'stall-request', { mode: 'request', limit: 15 }, inside)
@@ -98,7 +115,9 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
     expect(served).toBeGreaterThan(20)
   })
 
-  it('request mode, two instances: each keeps to its share of the limit (the fleet size from the instance reports)', { timeout: 30_000 }, async () => {
+  it('request mode, two instances: each keeps to its share of the limit (the fleet size from the instance reports)', {
+    timeout: 30_000,
+  }, async () => {
     redis = await startRedis()
     const inside = { now: 0, peak: 0, runs: 0, failed: 0 }
     const a = await site(redis, 'stall-fleet', { mode: 'request', limit: 6, reuseWindow: 0 }, inside)
@@ -117,7 +136,9 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
     expect(served).toBeGreaterThan(30)
   })
 
-  it('session mode: the passes already out count against the share; a full site lets no newcomer in', { timeout: 30_000 }, async () => {
+  it('session mode: the passes already out count against the share; a full site lets no newcomer in', {
+    timeout: 30_000,
+  }, async () => {
     redis = await startRedis()
     const inside = { now: 0, peak: 0, runs: 0, failed: 0 }
     const { url } = await site(redis, 'stall-session', { mode: 'session', limit: 5, recheckInterval: 100 }, inside)
@@ -149,7 +170,12 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
   it("'open' is still there for whoever chooses it: then the crowd goes in", { timeout: 30_000 }, async () => {
     redis = await startRedis()
     const inside = { now: 0, peak: 0, runs: 0, failed: 0 }
-    const { url } = await site(redis, 'stall-open', { mode: 'request', limit: 5, onStoreError: 'open', reuseWindow: 0 }, inside)
+    const { url } = await site(
+      redis,
+      'stall-open',
+      { mode: 'request', limit: 5, onStoreError: 'open', reuseWindow: 0 },
+      inside,
+    )
     const admin = redis.client()
     await admin.call('CLIENT', 'PAUSE', '1000', 'ALL')
     await crowd([url], 20, 800)
@@ -200,24 +226,40 @@ describe('LocalShare', () => {
 })
 
 describe("onStoreError: 'local' never reopens a gate the operator holds", () => {
-  it('a queue-all gate whose store stalls lets no newcomer in (busy), and a closed one neither', { timeout: 30_000 }, async () => {
+  it('a queue-all gate whose store stalls lets no newcomer in (busy), and a closed one neither', {
+    timeout: 30_000,
+  }, async () => {
     const redis = await startRedis()
     closers.push(() => redis.stop())
     const store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }) })
     closers.push(() => store.close())
     const { airlockControl } = await import('../../src/core/control.js')
     const { createGate } = await import('../../src/gate/gate.js')
-    for (const [mode, queue] of [['queue-all', { maxLength: 100 }], ['closed', undefined]] as const) {
+    for (const [mode, queue] of [
+      ['queue-all', { maxLength: 100 }],
+      ['closed', undefined],
+    ] as const) {
       const name = `held-${mode}`
       await airlockControl({ name, store }).set({ mode })
-      const gate = createGate({ name, store, secret: SECRET, limit: 5, logger: silent, storeTimeout: 100, ...(queue ? { queue } : {}) })
+      const gate = createGate({
+        name,
+        store,
+        secret: SECRET,
+        limit: 5,
+        logger: silent,
+        storeTimeout: 100,
+        ...(queue ? { queue } : {}),
+      })
       closers.push(() => gate.close())
       await gate.ready
       expect(gate.control.mode).toBe(mode)
       const admin = redis.client()
       await admin.call('CLIENT', 'PAUSE', '800', 'ALL')
       const kinds = []
-      for (let i = 0; i < 3; i++) kinds.push((await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })).kind)
+      for (let i = 0; i < 3; i++)
+        kinds.push(
+          (await gate.decide({ method: 'GET', url: '/', headers: {}, secure: false, request: undefined })).kind,
+        )
       admin.disconnect()
       expect(kinds).toEqual(['busy', 'busy', 'busy'])
       await sleep(900)

@@ -23,13 +23,39 @@ import { sleep } from '../helpers/wait.js'
 const SECRET = 'a-one-path-test-secret-of-32-bytes!!'
 const BYPASS = [/^\/(?!admin)/, /\/$/, /\.css$/]
 /** Each site its own store: a slot another set-up still held would pass for this one's hold. */
-const gateOptions = () => ({ mode: 'request' as const, limit: 1, bypass: BYPASS, secret: SECRET, logger: recordingLogger(), clientShare: false as const, store: memoryStore() })
+const gateOptions = () => ({
+  mode: 'request' as const,
+  limit: 1,
+  bypass: BYPASS,
+  secret: SECRET,
+  logger: recordingLogger(),
+  clientShare: false as const,
+  store: memoryStore(),
+})
 
 /** Spellings of `/admin` some router or origin serves as `/admin`. */
 const TRICKS = [
-  '/ADMIN', '/Admin', '/admin/', '/admin//', '//admin', '///admin', '/%61dmin', '/%41DMIN', '/adm%69n',
-  '/./admin', '/x/../admin', '/%2e/admin', '/x/%2e%2e/admin', '/admin;.css', '/admin;x/', '/admin%3B.css',
-  '/admin/.', '/ADMIN/', '/x/..%2fadmin', '/x\\..\\admin', '/public/../admin',
+  '/ADMIN',
+  '/Admin',
+  '/admin/',
+  '/admin//',
+  '//admin',
+  '///admin',
+  '/%61dmin',
+  '/%41DMIN',
+  '/adm%69n',
+  '/./admin',
+  '/x/../admin',
+  '/%2e/admin',
+  '/x/%2e%2e/admin',
+  '/admin;.css',
+  '/admin;x/',
+  '/admin%3B.css',
+  '/admin/.',
+  '/ADMIN/',
+  '/x/..%2fadmin',
+  '/x\\..\\admin',
+  '/public/../admin',
 ]
 /** Paths the rules are meant for: never gated. */
 const MEANT = ['/public/app.js', '/about/', '/app.css', '/static/site.css', '/']
@@ -84,7 +110,10 @@ async function holdSlot(base: string, h: Holder): Promise<{ hold(): Promise<void
     hold: async () => {
       // Closing the site ends this request unanswered: its error is expected.
       void get(base, '/admin/hold').catch(() => undefined)
-      await Promise.race([h.entered, sleep(5_000).then(() => Promise.reject(new Error('the hold never reached its handler')))])
+      await Promise.race([
+        h.entered,
+        sleep(5_000).then(() => Promise.reject(new Error('the hold never reached its handler'))),
+      ])
       expect((await get(base, '/admin')).status, 'the only slot is held').toBe(503)
     },
     free: h.free,
@@ -105,7 +134,9 @@ async function fastifySite(options: FastifyServerOptions, gated: boolean): Promi
   return { base, ...(await holdSlot(base, h)), close: () => app.close() }
 }
 
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ base: string; server: Server }> {
+async function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ base: string; server: Server }> {
   const server = createServer(handler)
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
   return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server }
@@ -121,7 +152,15 @@ async function expressSite(version: 4 | 5, settings: Record<string, boolean>, ga
   site.get('/admin/hold', (_req, res) => void h.wait().then(() => res.send('held')))
   site.use((_req, res) => void res.send('other'))
   const { base, server } = await listen(site)
-  return { base, ...(await holdSlot(base, h)), close: () => new Promise<void>((ok) => { server.close(() => ok()); server.closeAllConnections() }) }
+  return {
+    base,
+    ...(await holdSlot(base, h)),
+    close: () =>
+      new Promise<void>((ok) => {
+        server.close(() => ok())
+        server.closeAllConnections()
+      }),
+  }
 }
 
 /** nginx as the origin (it resolves `..`, escapes and doubled slashes before it routes), behind `airlock proxy`. */
@@ -158,16 +197,40 @@ afterAll(async () => {
 
 const SET_UPS: SetUp[] = [
   { name: 'Fastify, defaults', site: (g) => fastifySite({}, g) },
-  { name: 'Fastify, useSemicolonDelimiter', site: (g) => fastifySite({ routerOptions: { useSemicolonDelimiter: true } as never }, g) },
-  { name: 'Fastify, ignoreTrailingSlash', site: (g) => fastifySite({ routerOptions: { ignoreTrailingSlash: true } }, g) },
-  { name: 'Fastify, ignoreDuplicateSlashes', site: (g) => fastifySite({ routerOptions: { ignoreDuplicateSlashes: true } }, g) },
+  {
+    name: 'Fastify, useSemicolonDelimiter',
+    site: (g) => fastifySite({ routerOptions: { useSemicolonDelimiter: true } as never }, g),
+  },
+  {
+    name: 'Fastify, ignoreTrailingSlash',
+    site: (g) => fastifySite({ routerOptions: { ignoreTrailingSlash: true } }, g),
+  },
+  {
+    name: 'Fastify, ignoreDuplicateSlashes',
+    site: (g) => fastifySite({ routerOptions: { ignoreDuplicateSlashes: true } }, g),
+  },
   { name: 'Fastify, caseSensitive: false', site: (g) => fastifySite({ routerOptions: { caseSensitive: false } }, g) },
   {
     name: 'Fastify, all of them',
-    site: (g) => fastifySite({ routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, useSemicolonDelimiter: true } as never }, g),
+    site: (g) =>
+      fastifySite(
+        {
+          routerOptions: {
+            caseSensitive: false,
+            ignoreTrailingSlash: true,
+            ignoreDuplicateSlashes: true,
+            useSemicolonDelimiter: true,
+          } as never,
+        },
+        g,
+      ),
   },
   { name: 'Express 5, defaults (case-insensitive, not strict)', site: (g) => expressSite(5, {}, g) },
-  { name: 'Express 5, strict and case-sensitive routing', site: (g) => expressSite(5, { 'strict routing': true, 'case sensitive routing': true }, g), routesNone: true },
+  {
+    name: 'Express 5, strict and case-sensitive routing',
+    site: (g) => expressSite(5, { 'strict routing': true, 'case sensitive routing': true }, g),
+    routesNone: true,
+  },
   { name: 'Express 4, defaults', site: (g) => expressSite(4, {}, g) },
   {
     name: 'airlock proxy in front of nginx',
@@ -182,37 +245,39 @@ const SET_UPS: SetUp[] = [
   },
 ]
 
-
 describe('bypass rules judge the path the framework routes (issue 25)', () => {
   for (const setUp of SET_UPS) {
     const skip = setUp.name.includes('nginx') && !hasNginx && process.env.CI !== 'true'
-    it.skipIf(skip)(`${setUp.name}: no spelling of /admin reaches it past the gate; the meant paths still go through`, async () => {
-      // Which spellings does this router serve as /admin?
-      const plain = await setUp.site(false)
-      const routed: string[] = []
-      try {
-        for (const path of TRICKS) if ((await get(plain.base, path)).body === 'admin') routed.push(path)
-      } finally {
-        await plain.close()
-      }
-      if (setUp.routesNone) expect(routed, 'a strict, case-sensitive router serves only /admin itself').toEqual([])
-      else expect(routed.length, 'the router serves some spelling of /admin besides /admin itself').toBeGreaterThan(0)
-
-      const site = await setUp.site(true)
-      try {
-        await site.hold()
-        const reached: string[] = []
-        for (const path of routed) {
-          const r = await get(site.base, path)
-          if (r.body === 'admin') reached.push(path)
-          else expect(r.status, path).toBe(503)
+    it.skipIf(skip)(
+      `${setUp.name}: no spelling of /admin reaches it past the gate; the meant paths still go through`,
+      async () => {
+        // Which spellings does this router serve as /admin?
+        const plain = await setUp.site(false)
+        const routed: string[] = []
+        try {
+          for (const path of TRICKS) if ((await get(plain.base, path)).body === 'admin') routed.push(path)
+        } finally {
+          await plain.close()
         }
-        expect(reached, `routed as /admin: ${routed.join(' ')}`).toEqual([])
-        for (const path of MEANT) expect((await get(site.base, path)).body, path).toBe('other')
-      } finally {
-        site.free()
-        await site.close()
-      }
-    })
+        if (setUp.routesNone) expect(routed, 'a strict, case-sensitive router serves only /admin itself').toEqual([])
+        else expect(routed.length, 'the router serves some spelling of /admin besides /admin itself').toBeGreaterThan(0)
+
+        const site = await setUp.site(true)
+        try {
+          await site.hold()
+          const reached: string[] = []
+          for (const path of routed) {
+            const r = await get(site.base, path)
+            if (r.body === 'admin') reached.push(path)
+            else expect(r.status, path).toBe(503)
+          }
+          expect(reached, `routed as /admin: ${routed.join(' ')}`).toEqual([])
+          for (const path of MEANT) expect((await get(site.base, path)).body, path).toBe('other')
+        } finally {
+          site.free()
+          await site.close()
+        }
+      },
+    )
   }
 })

@@ -6,9 +6,19 @@ const signer = createSigner({ secrets: 'k'.repeat(32), context: PASS_CONTEXT })
 
 describe('pass cookie format', () => {
   it('encodes version, gate, token, expiry and the provisional flag', () => {
-    const v = encodePass(signer, { gate: 'shop.v2', token: 'tok_-123', expiresAt: 1_700_000_000_000, provisional: true })
+    const v = encodePass(signer, {
+      gate: 'shop.v2',
+      token: 'tok_-123',
+      expiresAt: 1_700_000_000_000,
+      provisional: true,
+    })
     expect(v).toMatch(/^p1~shop\.v2~tok_-123~[0-9a-z]+~p~[A-Za-z0-9_-]{43}$/)
-    expect(decodePass(signer, v)).toEqual({ gate: 'shop.v2', token: 'tok_-123', expiresAt: 1_700_000_000_000, provisional: true })
+    expect(decodePass(signer, v)).toEqual({
+      gate: 'shop.v2',
+      token: 'tok_-123',
+      expiresAt: 1_700_000_000_000,
+      provisional: true,
+    })
     const f = encodePass(signer, { gate: 'g', token: 't', expiresAt: 5, provisional: false })
     expect(decodePass(signer, f)?.provisional).toBe(false)
   })

@@ -11,7 +11,13 @@ import type { Store } from '../../src/stores/types.js'
 import { recordingLogger } from '../helpers/stores.js'
 
 const SECRET = 's'.repeat(32)
-const view = (cookie?: string): RequestView => ({ method: 'GET', url: '/', headers: cookie === undefined ? {} : { cookie }, secure: false, request: {} })
+const view = (cookie?: string): RequestView => ({
+  method: 'GET',
+  url: '/',
+  headers: cookie === undefined ? {} : { cookie },
+  secure: false,
+  request: {},
+})
 const passOf = (setCookie: string | undefined): string => setCookie!.split(';')[0]!
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -40,7 +46,14 @@ describe("a pass on a request the gate doesn't gate (Gate.confirm)", () => {
 
   it('a full pass not yet due: synchronous, no store call and no cookie, also after the cached window', async () => {
     const { store, calls } = countingStore()
-    const gate = createGate({ limit: 2, store, secret: SECRET, passTtl: 60_000, recheckInterval: 50, logger: recordingLogger() })
+    const gate = createGate({
+      limit: 2,
+      store,
+      secret: SECRET,
+      passTtl: 60_000,
+      recheckInterval: 50,
+      logger: recordingLogger(),
+    })
     gates.push(gate)
     await gate.ready
     const admitted = await gate.decide(view())
@@ -71,7 +84,7 @@ describe("a pass on a request the gate doesn't gate (Gate.confirm)", () => {
     expect(await gate.confirm(view(forged))).toMatchObject({ kind: 'bypass', setCookie: undefined })
   })
 
-  it("a pass given back here is forgotten: its old cookie is no pass on a gated request", async () => {
+  it('a pass given back here is forgotten: its old cookie is no pass on a gated request', async () => {
     const gate = createGate({ limit: 1, store: memoryStore(), secret: SECRET, logger: recordingLogger() })
     gates.push(gate)
     await gate.ready

@@ -32,9 +32,24 @@ describe('a framework app behind a proxy it does not trust', () => {
   it('Fastify without trustProxy: said once on the logger, with the fix; with trustProxy, never', async () => {
     for (const trustProxy of [false, true]) {
       const warn = vi.fn()
-      const logger = { warn, info() {}, error() {}, debug() {}, fatal() {}, trace() {}, child: () => logger, level: 'info', silent() {} }
+      const logger = {
+        warn,
+        info() {},
+        error() {},
+        debug() {},
+        fatal() {},
+        trace() {},
+        child: () => logger,
+        level: 'info',
+        silent() {},
+      }
       const app = Fastify({ trustProxy, loggerInstance: logger as never })
-      await app.register(airlockShield, { name: `fastify-${trustProxy}`, limit: 1000, secret: SECRET, store: memoryStore() })
+      await app.register(airlockShield, {
+        name: `fastify-${trustProxy}`,
+        limit: 1000,
+        secret: SECRET,
+        store: memoryStore(),
+      })
       app.get('/', async () => 'ok')
       for (let i = 0; i < 5; i++) await app.inject({ url: '/', headers: { 'x-forwarded-for': `203.0.113.${i}` } })
       const said = warn.mock.calls.filter((c) => String(c[1] ?? c[0]).includes('is told every visitor is'))
@@ -48,12 +63,21 @@ describe('a framework app behind a proxy it does not trust', () => {
     vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
     const warn = vi.fn()
     const app = express()
-    app.use(airlock({ name: 'express-untrusted', limit: 1000, secret: SECRET, store: memoryStore(), logger: { warn, info() {}, error() {}, debug() {} } as never }))
+    app.use(
+      airlock({
+        name: 'express-untrusted',
+        limit: 1000,
+        secret: SECRET,
+        store: memoryStore(),
+        logger: { warn, info() {}, error() {}, debug() {} } as never,
+      }),
+    )
     app.get('/', (_req, res) => void res.send('ok'))
     const server = app.listen(0, '127.0.0.1')
     await new Promise((r) => server.once('listening', r))
     const { port } = server.address() as { port: number }
-    for (let i = 0; i < 5; i++) await (await fetch(`http://127.0.0.1:${port}/`, { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).text()
+    for (let i = 0; i < 5; i++)
+      await (await fetch(`http://127.0.0.1:${port}/`, { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).text()
     server.close()
     const said = warn.mock.calls.filter((c) => String(c[1]).includes('is told every visitor is'))
     expect(said).toHaveLength(1)

@@ -3,7 +3,13 @@
  * fake timers (the memory store reads Date.now at call time).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createGate, type AdmitDecision, type GateDecision, type GateOptions, type RequestView } from '../../src/gate/gate.js'
+import {
+  createGate,
+  type AdmitDecision,
+  type GateDecision,
+  type GateOptions,
+  type RequestView,
+} from '../../src/gate/gate.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 
@@ -28,7 +34,7 @@ describe('request mode slot reuse', () => {
     vi.useRealTimers()
   })
 
-  it('hands a finished request\'s slot to the next request without a store call, synchronously', async () => {
+  it("hands a finished request's slot to the next request without a store call, synchronously", async () => {
     const { store, gate } = requestGate()
     const first = admitted(await gate.decide(view))
     await first.slot!.release()
@@ -96,7 +102,7 @@ describe('request mode slot reuse', () => {
     expect(store.calls.acquire).toBe(2)
   })
 
-  it('does not reuse a slot whose store expiry may be near: a long request\'s slot is released, a new one acquired', async () => {
+  it("does not reuse a slot whose store expiry may be near: a long request's slot is released, a new one acquired", async () => {
     const { store, gate, held } = requestGate({ ttl: 8_000, reuseWindow: 50 })
     const long = admitted(await gate.decide(view))
     await vi.advanceTimersByTimeAsync(7_500) // past ttl - confirmEvery (8 s - 1 s): its store expiry may be near

@@ -6,7 +6,14 @@
 import diagnostics from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addVisitSink, createGate, type Gate, type GateOptions, type RequestView } from '../../src/gate/gate.js'
-import { decisionChannel, type BreakerEvent, type DecisionEvent, type QueueEvent, type ReleaseEvent, type StoreEvent } from '../../src/base/events.js'
+import {
+  decisionChannel,
+  type BreakerEvent,
+  type DecisionEvent,
+  type QueueEvent,
+  type ReleaseEvent,
+  type StoreEvent,
+} from '../../src/base/events.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
@@ -85,7 +92,9 @@ describe('gate events (node:diagnostics_channel)', () => {
         { gate: 'default', event: 'wait', position: 1, waiting: 1, waitMs: null, count: 1 },
         { gate: 'default', event: 'full', position: null, waiting: 1, waitMs: null, count: 1 },
       ])
-      expect(queue.events.slice(3)).toMatchObject([{ gate: 'default', event: 'admit', position: null, waiting: null, count: 1 }])
+      expect(queue.events.slice(3)).toMatchObject([
+        { gate: 'default', event: 'admit', position: null, waiting: null, count: 1 },
+      ])
       expect(queue.events[3]!.waitMs).toBeGreaterThanOrEqual(0)
     } finally {
       queue.stop()
@@ -112,15 +121,28 @@ describe('gate events (node:diagnostics_channel)', () => {
       const next = await gate.decide(view())
       expect(next.kind).toBe('admit')
       expect(released.events).toEqual([{ gate: 'default', by: 'expiry', visitMs: 10_000 }])
-      expect(queue.events.filter((e) => e.event === 'abandon')).toEqual([{ gate: 'default', event: 'abandon', position: null, waiting: null, waitMs: null, count: 1 }])
+      expect(queue.events.filter((e) => e.event === 'abandon')).toEqual([
+        { gate: 'default', event: 'abandon', position: null, waiting: null, waitMs: null, count: 1 },
+      ])
       now += 2_500 // the site gives the pass back 2.5 s after its admission: the store tells how long it was held
       expect(await gate.release(next)).toBe(true)
       expect(released.events[1]).toEqual({ gate: 'default', by: 'origin', visitMs: 2_500 })
       expect(await gate.release(next)).toBe(false)
       expect(released.events).toHaveLength(2)
-      expect(sunk).toEqual(['admitted slot null', 'released expiry 10000', 'abandoned 1', 'admitted slot null', 'released origin 2500'])
+      expect(sunk).toEqual([
+        'admitted slot null',
+        'released expiry 10000',
+        'abandoned 1',
+        'admitted slot null',
+        'released origin 2500',
+      ])
       const self = (await gate.status()).instances[0]!
-      expect(self.counters).toMatchObject({ admitted: 2, admittedFromLine: 0, abandoned: 1, released: { visitor: 0, origin: 1, expiry: 1, operator: 0 } })
+      expect(self.counters).toMatchObject({
+        admitted: 2,
+        admittedFromLine: 0,
+        abandoned: 1,
+        released: { visitor: 0, origin: 1, expiry: 1, operator: 0 },
+      })
       expect(self.visitMs).toMatchObject({ max: 10_000, count: 2 })
       expect(self.waitMs).toEqual({ p50: null, p90: null, max: null, count: 0 })
       remove()
@@ -132,54 +154,66 @@ describe('gate events (node:diagnostics_channel)', () => {
     }
   })
 
-  it.runIf(redisAvailable)('on Redis, a session pass given back early has its visit length: from its grant on the Redis clock to the release', async () => {
-    const redis = await startRedis()
-    const store = redisStore({ client: redis.client() })
-    const gate = make({ limit: 2, store })
-    const released = listen<ReleaseEvent>('airlock:release')
-    try {
-      const first = await gate.decide(view())
-      expect(first.kind).toBe('admit')
-      await sleep(300)
-      expect(await gate.release(first)).toBe(true)
-      expect(released.events).toHaveLength(1)
-      const visitMs = released.events[0]!.visitMs
-      expect(visitMs).toBeGreaterThanOrEqual(280) // Redis TIME and this clock may differ by a millisecond or so
-      expect(visitMs).toBeLessThan(10_000)
-      expect(await gate.release(first)).toBe(false)
-      expect(released.events).toHaveLength(1)
-      expect((await gate.status()).instances[0]!.visitMs).toMatchObject({ count: 1 })
-    } finally {
-      released.stop()
-      await store.close()
-      await redis.stop()
-    }
-  })
+  it.runIf(redisAvailable)(
+    'on Redis, a session pass given back early has its visit length: from its grant on the Redis clock to the release',
+    async () => {
+      const redis = await startRedis()
+      const store = redisStore({ client: redis.client() })
+      const gate = make({ limit: 2, store })
+      const released = listen<ReleaseEvent>('airlock:release')
+      try {
+        const first = await gate.decide(view())
+        expect(first.kind).toBe('admit')
+        await sleep(300)
+        expect(await gate.release(first)).toBe(true)
+        expect(released.events).toHaveLength(1)
+        const visitMs = released.events[0]!.visitMs
+        expect(visitMs).toBeGreaterThanOrEqual(280) // Redis TIME and this clock may differ by a millisecond or so
+        expect(visitMs).toBeLessThan(10_000)
+        expect(await gate.release(first)).toBe(false)
+        expect(released.events).toHaveLength(1)
+        expect((await gate.status()).instances[0]!.visitMs).toMatchObject({ count: 1 })
+      } finally {
+        released.stop()
+        await store.close()
+        await redis.stop()
+      }
+    },
+  )
 
-  it.runIf(redisAvailable)('airlock:store and airlock:breaker: each Redis call with its script and duration; the breaker opening and closing', async () => {
-    const redis = await startRedis()
-    const store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 200 })
-    const gate = make({ limit: 5, store, storeTimeout: 300 })
-    const calls = listen<StoreEvent>('airlock:store')
-    const breaker = listen<BreakerEvent>('airlock:breaker')
-    try {
-      await gate.decide(view())
-      // The gate's first read of its live control may land first on a busy box: find the decision's call.
-      expect(calls.events.find((e) => e.operation === 'acquire')).toMatchObject({ store: 'redis', name: 'default', operation: 'acquire', ok: true, error: undefined })
-      await redis.kill()
-      for (let i = 0; i < 3; i++) await gate.decide(view())
-      expect(calls.events.some((e) => !e.ok && e.error === 'ERR_AIRLOCK_STORE_UNAVAILABLE')).toBe(true)
-      expect(breaker.events).toEqual([{ gate: 'default', state: 'open' }])
-      await redis.start()
-      await until(() => breaker.events.length === 2, 10_000)
-      expect(breaker.events[1]).toEqual({ gate: 'default', state: 'closed' })
-    } finally {
-      calls.stop()
-      breaker.stop()
-      await store.close()
-      await redis.stop()
-    }
-  })
+  it.runIf(redisAvailable)(
+    'airlock:store and airlock:breaker: each Redis call with its script and duration; the breaker opening and closing',
+    async () => {
+      const redis = await startRedis()
+      const store = redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 200 })
+      const gate = make({ limit: 5, store, storeTimeout: 300 })
+      const calls = listen<StoreEvent>('airlock:store')
+      const breaker = listen<BreakerEvent>('airlock:breaker')
+      try {
+        await gate.decide(view())
+        // The gate's first read of its live control may land first on a busy box: find the decision's call.
+        expect(calls.events.find((e) => e.operation === 'acquire')).toMatchObject({
+          store: 'redis',
+          name: 'default',
+          operation: 'acquire',
+          ok: true,
+          error: undefined,
+        })
+        await redis.kill()
+        for (let i = 0; i < 3; i++) await gate.decide(view())
+        expect(calls.events.some((e) => !e.ok && e.error === 'ERR_AIRLOCK_STORE_UNAVAILABLE')).toBe(true)
+        expect(breaker.events).toEqual([{ gate: 'default', state: 'open' }])
+        await redis.start()
+        await until(() => breaker.events.length === 2, 10_000)
+        expect(breaker.events[1]).toEqual({ gate: 'default', state: 'closed' })
+      } finally {
+        calls.stop()
+        breaker.stop()
+        await store.close()
+        await redis.stop()
+      }
+    },
+  )
 })
 
 describe.runIf(redisAvailable)('cluster-wide status on one Redis', () => {
@@ -197,7 +231,14 @@ describe.runIf(redisAvailable)('cluster-wide status on one Redis', () => {
     const instance = () => {
       const store = redisStore({ client: redis!.client() })
       stores.push(store)
-      const gate = createGate({ limit: 3, store, secret: SECRET, queue: true, reportInterval: 100, logger: recordingLogger() })
+      const gate = createGate({
+        limit: 3,
+        store,
+        secret: SECRET,
+        queue: true,
+        reportInterval: 100,
+        logger: recordingLogger(),
+      })
       gates.push(gate)
       return gate
     }
@@ -208,13 +249,34 @@ describe.runIf(redisAvailable)('cluster-wide status on one Redis', () => {
     const queued = await b.decide(view()) // the line
     expect(queued.kind).toBe('queued')
     await sleep(350) // both reported
-    for (const [self, other] of [[a, b], [b, a]] as const) {
+    for (const [self, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
       const st = await self.status()
-      expect(st).toMatchObject({ name: 'default', mode: 'session', limit: 3, held: 3, available: 0, waiting: 1, admittedLastMinute: 3 })
+      expect(st).toMatchObject({
+        name: 'default',
+        mode: 'session',
+        limit: 3,
+        held: 3,
+        available: 0,
+        waiting: 1,
+        admittedLastMinute: 3,
+      })
       expect(st.instances).toHaveLength(2)
       expect(st.instances[0]!.self).toBe(true)
       const byAdmitted = st.instances.map((i) => [i.self, i.counters.admitted, i.counters.queued, i.limit]).sort()
-      expect(byAdmitted).toEqual(self === a ? [[false, 1, 1, 3], [true, 2, 0, 3]] : [[false, 2, 0, 3], [true, 1, 1, 3]])
+      expect(byAdmitted).toEqual(
+        self === a
+          ? [
+              [false, 1, 1, 3],
+              [true, 2, 0, 3],
+            ]
+          : [
+              [false, 2, 0, 3],
+              [true, 1, 1, 3],
+            ],
+      )
       expect(other).toBeDefined()
       expect(st.eta).toBeNull() // nobody was admitted from the line yet: no rate
     }

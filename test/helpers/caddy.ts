@@ -23,7 +23,12 @@ export async function startCaddy(site: (address: string) => string): Promise<Cad
   const url = `http://127.0.0.1:${port}`
   writeFileSync(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tauto_https off\n}\n${site(url)}\n`)
   const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }
-  const server = await startServerProcess('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], () => listening(port), { env, timeout: 15_000 })
+  const server = await startServerProcess(
+    'caddy',
+    ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'],
+    () => listening(port),
+    { env, timeout: 15_000 },
+  )
   return {
     url,
     stop: server.stop,

@@ -27,6 +27,8 @@ export function metricsApp(own: Own): { app: FastifyInstance; metrics: AirlockMe
   const registry = new Registry()
   const metrics = own(airlockMetrics({ registry, statusCacheMs: 0 }), (m) => m.stop())
   const app = own(Fastify({ forceCloseConnections: true }), (a) => a.close())
-  app.get('/metrics', { config: { airlock: false } }, async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()))
+  app.get('/metrics', { config: { airlock: false } }, async (_req, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  )
   return { app, metrics }
 }

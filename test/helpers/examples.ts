@@ -47,7 +47,14 @@ export function startExample(file: string, env: Record<string, string>, ready: R
  * `group`: in a process group of its own, all killed after the test (for a command that starts
  * processes of its own, as `next dev` starts its server).
  */
-export function startIn(cwd: string, command: string, args: string[], env: Record<string, string>, ready: Ready, group = false): Promise<Running> {
+export function startIn(
+  cwd: string,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: Ready,
+  group = false,
+): Promise<Running> {
   return started(spawn(command, args, { ...options(env, group), cwd }), [command, ...args].join(' '), ready, group)
 }
 
@@ -69,7 +76,12 @@ export function startNpmScript(script: string, env: Record<string, string>, read
 
 function options(env: Record<string, string>, detached: boolean) {
   const { REDIS_URL: _ignored, ...rest } = process.env
-  return { cwd: root, env: { ...rest, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], detached }
+  return {
+    cwd: root,
+    env: { ...rest, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+    detached,
+  }
 }
 
 /** Ready once the output matches, or (for a server that prints nothing) once the probe answers true. */

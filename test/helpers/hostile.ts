@@ -14,7 +14,12 @@ function target(base: string): { host: string; port: number } {
  * Sends `head` (a request's lines, without the blank line) and `body`, then reads until the server
  * closes or `wait` ms pass; resolves what came back (`''` when nothing did). Never rejects.
  */
-export function raw(base: string, head: string, body: string | Buffer = '', options: { wait?: number; close?: 'after-send' | 'when-answered' } = {}): Promise<string> {
+export function raw(
+  base: string,
+  head: string,
+  body: string | Buffer = '',
+  options: { wait?: number; close?: 'after-send' | 'when-answered' } = {},
+): Promise<string> {
   const { host, port } = target(base)
   const wait = options.wait ?? 2_000
   return new Promise((resolve) => {
@@ -44,8 +49,20 @@ export function raw(base: string, head: string, body: string | Buffer = '', opti
 }
 
 /** A request whose `Content-Length` promises `declared` bytes; `sent` of them are written, then the socket closes. */
-export function cutOff(base: string, method: string, path: string, headers: Record<string, string>, declared: number, sent: string): Promise<string> {
-  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${new URL(base).host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${declared}`]
+export function cutOff(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  declared: number,
+  sent: string,
+): Promise<string> {
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    `Host: ${new URL(base).host}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${declared}`,
+  ]
   return raw(base, lines.join('\r\n'), sent, { close: 'after-send' })
 }
 

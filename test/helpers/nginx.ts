@@ -30,7 +30,10 @@ export async function startNginx(locations: string, options: { connections?: num
  * Starts nginx with `http` (what goes inside `http {}`: a generated configuration), given the free
  * port and nginx's own directory; the njs module is loaded when installed. Resolves once it answers.
  */
-export async function startNginxWith(http: (port: number, dir: string) => string, options: { connections?: number; workers?: number } = {}): Promise<Nginx & { dir: string; port: number }> {
+export async function startNginxWith(
+  http: (port: number, dir: string) => string,
+  options: { connections?: number; workers?: number } = {},
+): Promise<Nginx & { dir: string; port: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-nginx-'))
   const port = await freePort()
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t};`).join(' ')

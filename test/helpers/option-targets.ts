@@ -12,7 +12,17 @@ import { airlock as honoAirlock } from '../../src/hono.js'
 import { airlock as koaAirlock } from '../../src/koa.js'
 import { airlockShield } from '../../src/fastify.js'
 import { createLockServer, memoryResources, redisResources } from '../../src/lock-server.js'
-import { airlockControl, airlockReport, createSemaphore, createSigner, createWaitingRoom, memoryStore, newVisitorId, throttle, type Lease } from '../../src/index.js'
+import {
+  airlockControl,
+  airlockReport,
+  createSemaphore,
+  createSigner,
+  createWaitingRoom,
+  memoryStore,
+  newVisitorId,
+  throttle,
+  type Lease,
+} from '../../src/index.js'
 import { redisStore } from '../../src/redis.js'
 import { countingStore, recordingLogger } from './stores.js'
 import { freePort } from './redis.js'
@@ -30,7 +40,21 @@ let lease: Lease
 let client: Redis
 
 /** Dates that are not: seconds for milliseconds, 0, fractions, text that is not ISO 8601. */
-const DATES = [0, 0.5, 1_700_000_000, -1, Number.NaN, Infinity, '10', 'tomorrow', '2030-13-45', true, {}, [], 8.64e15 + 1]
+const DATES = [
+  0,
+  0.5,
+  1_700_000_000,
+  -1,
+  Number.NaN,
+  Infinity,
+  '10',
+  'tomorrow',
+  '2030-13-45',
+  true,
+  {},
+  [],
+  8.64e15 + 1,
+]
 
 export async function openTargets(): Promise<void> {
   lease = (await sem.acquire())!
@@ -85,7 +109,20 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['skip', 'function'],
   ['nonce', 'function'],
   ['busyPage', 'custom', [1, true, {}]],
-  ['messages', 'custom', ['de', 1, [], { de_DE: {} }, { de: 'x' }, { de: { busyTitel: 'x' } }, { de: { place: 'no placeholders' } }, { sv: { busyTitle: 'x' } }]],
+  [
+    'messages',
+    'custom',
+    [
+      'de',
+      1,
+      [],
+      { de_DE: {} },
+      { de: 'x' },
+      { de: { busyTitel: 'x' } },
+      { de: { place: 'no placeholders' } },
+      { sv: { busyTitle: 'x' } },
+    ],
+  ],
   ['logger', 'custom', [1, 'x', true, {}]],
   ['store', 'store'],
   ['cookie', 'object'],
@@ -108,7 +145,13 @@ export const GATE_SPECS: readonly OptionSpec[] = [
 ]
 const GATE_VALID = [
   { passTtl: LONGEST, provisionalTtl: LONGEST, recheckInterval: LONGEST, storeTimeout: LONGEST, retryAfter: 3600 },
-  { mode: 'request', ttl: LONGEST, reuseWindow: LONGEST, limit: Number.MAX_SAFE_INTEGER, cacheSize: Number.MAX_SAFE_INTEGER },
+  {
+    mode: 'request',
+    ttl: LONGEST,
+    reuseWindow: LONGEST,
+    limit: Number.MAX_SAFE_INTEGER,
+    cacheSize: Number.MAX_SAFE_INTEGER,
+  },
   { mode: 'request', reuseWindow: 0 },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, confirmTimeout: LONGEST, maxLength: 0 } },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, pollInterval: Math.floor(LONGEST / 2.5) - 1 } },
@@ -122,7 +165,13 @@ export const targets: Target[] = [
     name: 'createSemaphore',
     label: 'createSemaphore()',
     base: { name: 'options', limit: 2, ttl: 1_000, store },
-    specs: [['name', 'name'], ['limit', 'count'], ['ttl', 'duration'], ['store', 'store'], ['retryInterval', 'duration', [Math.floor(LONGEST / 10) + 1]]],
+    specs: [
+      ['name', 'name'],
+      ['limit', 'count'],
+      ['ttl', 'duration'],
+      ['store', 'store'],
+      ['retryInterval', 'duration', [Math.floor(LONGEST / 10) + 1]],
+    ],
     whole: true,
     make: (o) => createSemaphore(o as never),
     valid: [{ ttl: LONGEST, retryInterval: Math.floor(LONGEST / 10) }, { limit: Number.MAX_SAFE_INTEGER }],
@@ -140,7 +189,11 @@ export const targets: Target[] = [
     name: 'sem.acquireBlocking',
     label: 'acquireBlocking()',
     base: {},
-    specs: [['timeout', 'wait'], ['weight', 'count', [3]], ['signal', 'signal']],
+    specs: [
+      ['timeout', 'wait'],
+      ['weight', 'count', [3]],
+      ['signal', 'signal'],
+    ],
     whole: true,
     make: (o) => sem.acquireBlocking(o as never),
     valid: [{ timeout: Infinity }, { timeout: LONGEST }, { timeout: 0, signal: new AbortController().signal }],
@@ -149,7 +202,12 @@ export const targets: Target[] = [
     name: 'sem.run',
     label: 'run()',
     base: {},
-    specs: [['timeout', 'wait'], ['weight', 'count', [3]], ['signal', 'signal'], ['autoRefresh', 'boolean']],
+    specs: [
+      ['timeout', 'wait'],
+      ['weight', 'count', [3]],
+      ['signal', 'signal'],
+      ['autoRefresh', 'boolean'],
+    ],
     whole: true,
     make: (o) => sem.run(fn, o as never),
     valid: [{ timeout: Infinity }, { timeout: LONGEST, autoRefresh: false }, { signal: new AbortController().signal }],
@@ -181,7 +239,16 @@ export const targets: Target[] = [
     ],
     whole: true,
     make: (o) => createWaitingRoom(o as never),
-    valid: [{ ttl: LONGEST, idleTimeout: LONGEST, claimWindow: LONGEST, confirmTimeout: LONGEST, retryInterval: LONGEST - 1, maxLength: 0 }],
+    valid: [
+      {
+        ttl: LONGEST,
+        idleTimeout: LONGEST,
+        claimWindow: LONGEST,
+        confirmTimeout: LONGEST,
+        retryInterval: LONGEST - 1,
+        maxLength: 0,
+      },
+    ],
   },
   {
     name: 'room.enter',
@@ -196,7 +263,11 @@ export const targets: Target[] = [
     name: 'room.withAdmitted',
     label: 'withAdmitted()',
     base: {},
-    specs: [['timeout', 'wait'], ['signal', 'signal'], ['autoRefresh', 'boolean']],
+    specs: [
+      ['timeout', 'wait'],
+      ['signal', 'signal'],
+      ['autoRefresh', 'boolean'],
+    ],
     whole: true,
     make: (o) => room.withAdmitted(newVisitorId(), fn, o as never),
     valid: [{ timeout: Infinity }, { timeout: LONGEST, autoRefresh: false }],
@@ -325,7 +396,11 @@ export const targets: Target[] = [
         return client
       },
     },
-    specs: [['client', 'custom', ['redis://127.0.0.1:1', 1, true, {}]], ['commandTimeout', 'duration'], ['prefix', 'name']],
+    specs: [
+      ['client', 'custom', ['redis://127.0.0.1:1', 1, true, {}]],
+      ['commandTimeout', 'duration'],
+      ['prefix', 'name'],
+    ],
     whole: true,
     make: (o) => redisStore(o as never),
     valid: [{ commandTimeout: LONGEST }],
@@ -338,7 +413,11 @@ export const targets: Target[] = [
         return client
       },
     },
-    specs: [['client', 'custom', ['redis://127.0.0.1:1', 1, true, {}]], ['commandTimeout', 'duration'], ['prefix', 'name']],
+    specs: [
+      ['client', 'custom', ['redis://127.0.0.1:1', 1, true, {}]],
+      ['commandTimeout', 'duration'],
+      ['prefix', 'name'],
+    ],
     whole: true,
     make: (o) => redisResources(o as never),
     valid: [{ commandTimeout: LONGEST }],
@@ -378,13 +457,25 @@ export const targets: Target[] = [
     nested: ['queue'],
     whole: true,
     make: (o) => createLockServer(o as never),
-    valid: [{ queue: { idleTimeout: LONGEST, claimWindow: LONGEST, maxLength: 0, confirmTimeout: 0 }, bodyLimit: Number.MAX_SAFE_INTEGER, logger: false, dataFormat: 'raw', storeTimeout: LONGEST }],
+    valid: [
+      {
+        queue: { idleTimeout: LONGEST, claimWindow: LONGEST, maxLength: 0, confirmTimeout: 0 },
+        bodyLimit: Number.MAX_SAFE_INTEGER,
+        logger: false,
+        dataFormat: 'raw',
+        storeTimeout: LONGEST,
+      },
+    ],
   },
   {
     name: 'airlockControl',
     label: 'airlockControl()',
     base: { name: 'options', store: controlStore },
-    specs: [['name', 'name'], ['store', 'store'], ['by', 'custom', ['', 1, {}, true]]],
+    specs: [
+      ['name', 'name'],
+      ['store', 'store'],
+      ['by', 'custom', ['', 1, {}, true]],
+    ],
     whole: true,
     make: (o) => airlockControl(o as never),
     valid: [{ by: 'ops' }],
@@ -402,13 +493,21 @@ export const targets: Target[] = [
     ],
     whole: true,
     make: (o) => control.set(o as never),
-    valid: [{ limit: null, mode: 'closed' }, { opensAt: '2030-01-01T09:00:00Z', closesAt: new Date('2030-01-02') }, { mode: null, opensAt: null, closesAt: null }],
+    valid: [
+      { limit: null, mode: 'closed' },
+      { opensAt: '2030-01-01T09:00:00Z', closesAt: new Date('2030-01-02') },
+      { mode: null, opensAt: null, closesAt: null },
+    ],
   },
   {
     name: 'createSigner',
     label: 'createSigner()',
     base: { secrets: SECRET, context: 'options' },
-    specs: [['secrets', 'custom', ['short', 1, [], [SECRET, 2]]], ['context', 'custom', [1, {}, 'a b', 'a~b']], ['maxLength', 'count']],
+    specs: [
+      ['secrets', 'custom', ['short', 1, [], [SECRET, 2]]],
+      ['context', 'custom', [1, {}, 'a b', 'a~b']],
+      ['maxLength', 'count'],
+    ],
     whole: true,
     make: (o) => createSigner(o as never),
     valid: [{ maxLength: Number.MAX_SAFE_INTEGER }],

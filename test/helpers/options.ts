@@ -74,7 +74,8 @@ export function rows(specs: readonly OptionSpec[], nested: readonly string[] = [
   for (const [option, kind, extra = []] of specs) {
     for (const value of [...BAD[kind], ...extra]) out.push({ option, value })
   }
-  for (const where of [...(unknownKey ? [''] : []), ...nested]) out.push({ option: where ? `${where}.${UNKNOWN}` : UNKNOWN, value: 1 })
+  for (const where of [...(unknownKey ? [''] : []), ...nested])
+    out.push({ option: where ? `${where}.${UNKNOWN}` : UNKNOWN, value: 1 })
   return out
 }
 

@@ -9,17 +9,27 @@ import type { Browser, Page } from 'playwright-core'
 const axeSource: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source
 
 /** The violations axe finds on `page` as it stands (axe injected first). */
-export async function axeViolations(page: Page): Promise<{ id: string; help: string; nodes: { target: string[] }[] }[]> {
+export async function axeViolations(
+  page: Page,
+): Promise<{ id: string; help: string; nodes: { target: string[] }[] }[]> {
   await page.evaluate(axeSource)
   return (await page.evaluate(() =>
-    (globalThis as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe
+    (
+      globalThis as unknown as {
+        axe: { run(o: object): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> }
+      }
+    ).axe
       .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
       .then((r) => r.violations),
   )) as { id: string; help: string; nodes: { target: string[] }[] }[]
 }
 
 /** `width id: help` for every violation axe finds at `url` in each viewport width. */
-export async function axeAtWidths(browser: Browser, url: string, widths: readonly number[] = [320, 1280]): Promise<string[]> {
+export async function axeAtWidths(
+  browser: Browser,
+  url: string,
+  widths: readonly number[] = [320, 1280],
+): Promise<string[]> {
   const found: string[] = []
   for (const width of widths) {
     const context = await browser.newContext({ viewport: { width, height: 800 }, bypassCSP: true })
@@ -45,12 +55,16 @@ export function pageProblems(page: Page): string[] {
 }
 
 /** The SVG charts of a report page (`svg[data-chart]`): title, width, drawn path lengths, dots, tick labels. */
-export function reportCharts(page: Page): Promise<{ title: string | null; width: number; drawn: number[]; dots: number; ticks: string[] }[]> {
+export function reportCharts(
+  page: Page,
+): Promise<{ title: string | null; width: number; drawn: number[]; dots: number; ticks: string[] }[]> {
   return page.$$eval('svg[data-chart]', (svgs) =>
     svgs.map((s) => ({
       title: s.getAttribute('data-chart'),
       width: s.getBoundingClientRect().width,
-      drawn: [...s.querySelectorAll('path')].map((p) => (p as unknown as { getTotalLength(): number }).getTotalLength()),
+      drawn: [...s.querySelectorAll('path')].map((p) =>
+        (p as unknown as { getTotalLength(): number }).getTotalLength(),
+      ),
       dots: s.querySelectorAll('circle').length,
       ticks: [...s.querySelectorAll('text')].map((t) => t.textContent ?? ''),
     })),

@@ -24,7 +24,10 @@ export interface PhpFpm {
 }
 
 /** Starts PHP-FPM serving `files` (name to PHP source) from a fresh document root. */
-export async function startPhpFpm(files: Record<string, string>, options: { children?: number; requestTimeout?: number } = {}): Promise<PhpFpm> {
+export async function startPhpFpm(
+  files: Record<string, string>,
+  options: { children?: number; requestTimeout?: number } = {},
+): Promise<PhpFpm> {
   if (PHP_FPM === undefined) throw new Error('php-fpm is not installed (apt-get install php-fpm)')
   const dir = mkdtempSync(join(tmpdir(), 'airlock-php-fpm-'))
   const root = join(dir, 'www')
@@ -47,7 +50,11 @@ catch_workers_output = yes
 clear_env = no
 `,
   )
-  const server = await startServerProcess(`/usr/sbin/${PHP_FPM}`, ['-F', '-y', join(dir, 'php-fpm.conf'), ...(asRoot ? ['-R'] : [])], () => existsSync(socket))
+  const server = await startServerProcess(
+    `/usr/sbin/${PHP_FPM}`,
+    ['-F', '-y', join(dir, 'php-fpm.conf'), ...(asRoot ? ['-R'] : [])],
+    () => existsSync(socket),
+  )
   return {
     address: `unix:${socket}`,
     root,

@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto'
 import { leadingZeroBits } from '../../src/gate/challenge.js'
 
-const bits = (challenge: string, n: number): number => leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest())
+const bits = (challenge: string, n: number): number =>
+  leadingZeroBits(createHash('sha256').update(`${challenge}:${n}`).digest())
 
 /** The first nonce that solves `challenge` at `difficulty` bits. */
 export function solvingNonce(challenge: string, difficulty: number): string {

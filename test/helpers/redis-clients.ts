@@ -26,7 +26,11 @@ export interface ClientKind {
 const host = '127.0.0.1'
 const ignore = (): void => {}
 
-type IoClass = new (options: { host: string; port: number; maxRetriesPerRequest: number }) => { on(e: string, f: () => void): unknown; disconnect(): void }
+type IoClass = new (options: {
+  host: string
+  port: number
+  maxRetriesPerRequest: number
+}) => { on(e: string, f: () => void): unknown; disconnect(): void }
 type IoClusterClass = new (
   nodes: { host: string; port: number }[],
   options: { redisOptions: { maxRetriesPerRequest: number } },
@@ -43,7 +47,12 @@ function ioredisKind(name: ClientName, Redis: IoClass, Cluster: IoClusterClass):
     name,
     single: async (port) => keep(new Redis({ host, port, maxRetriesPerRequest: 1 })) as unknown as RedisClient,
     cluster: async (ports) =>
-      keep(new Cluster(ports.map((port) => ({ host, port })), { redisOptions: { maxRetriesPerRequest: 1 } })) as unknown as RedisClient,
+      keep(
+        new Cluster(
+          ports.map((port) => ({ host, port })),
+          { redisOptions: { maxRetriesPerRequest: 1 } },
+        ),
+      ) as unknown as RedisClient,
     close: async () => {
       for (const c of made.splice(0)) c.disconnect()
     },

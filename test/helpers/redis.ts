@@ -21,7 +21,9 @@ export const redisAvailable = hasRedisServer
 /** Fails loudly in CI when no Redis can be had, instead of skipping silently. */
 export function requireRedis(): void {
   if (!redisAvailable && process.env.CI) {
-    throw new Error('CI=true but redis-server is not on PATH: Redis tests must run in CI (apt-get install redis-server)')
+    throw new Error(
+      'CI=true but redis-server is not on PATH: Redis tests must run in CI (apt-get install redis-server)',
+    )
   }
 }
 
@@ -64,7 +66,13 @@ export async function startRedis(extraArgs: string[] = []): Promise<PrivateRedis
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
       { stdio: 'ignore' },
     )
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+    const probe = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    })
     probe.on('error', () => {})
     const until = Date.now() + 10_000
     for (;;) {
@@ -131,7 +139,14 @@ export async function startCluster(options: { replicas?: 0 | 1 } = {}): Promise<
   const ports = nodes.map((n) => n.port)
   const created = spawnSync(
     'redis-cli',
-    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+    [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ],
     { encoding: 'utf8', timeout: 30_000 },
   )
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`)
@@ -150,7 +165,10 @@ export async function startCluster(options: { replicas?: 0 | 1 } = {}): Promise<
     ports,
     nodes,
     client() {
-      const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } })
+      const c = new Cluster(
+        ports.map((port) => ({ host: '127.0.0.1', port })),
+        { redisOptions: { maxRetriesPerRequest: 1 } },
+      )
       c.on('error', () => {})
       clients.push(c)
       return c

@@ -46,12 +46,25 @@ export function expectCsvAgrees(report: HistoryReport): void {
     const c = csv[i]!
     const num = (v: string | undefined) => (v === '' || v === undefined ? null : Number(v))
     expect(c.minute).toBe(row.minute)
-    for (const k of ['admitted', 'admittedFromLine', 'turnedAway', 'abandoned', 'released', 'inLine', 'waitP50', 'waitP90', 'waitMax', 'visitP50', 'visitP90'] as const) {
+    for (const k of [
+      'admitted',
+      'admittedFromLine',
+      'turnedAway',
+      'abandoned',
+      'released',
+      'inLine',
+      'waitP50',
+      'waitP90',
+      'waitMax',
+      'visitP50',
+      'visitP90',
+    ] as const) {
       expect(num(c[k]), `${row.minute} ${k}`).toBe(row[k])
     }
     for (const [reason, n] of Object.entries(row.turnedAwayBy)) expect(num(c[`turnedAway.${reason}`])).toBe(n)
     for (const [cause, n] of Object.entries(row.releasedBy)) expect(num(c[`released.${cause}`])).toBe(n)
     // And nothing in the CSV that the row does not have.
-    for (const [k, v] of Object.entries(c)) if (k.startsWith('turnedAway.') && !(k.slice(11) in row.turnedAwayBy)) expect(v).toBe('0')
+    for (const [k, v] of Object.entries(c))
+      if (k.startsWith('turnedAway.') && !(k.slice(11) in row.turnedAwayBy)) expect(v).toBe('0')
   })
 }

@@ -13,17 +13,26 @@ export interface ServerProcess {
 }
 
 /** Spawns `command`, resolves once `ready()` is true (10 s at most by default). */
-export async function startServerProcess(command: string, args: string[], ready: () => boolean | Promise<boolean>, options: SpawnOptions & { timeout?: number } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  command: string,
+  args: string[],
+  ready: () => boolean | Promise<boolean>,
+  options: SpawnOptions & { timeout?: number } = {},
+): Promise<ServerProcess> {
   const proc = spawn(command, args, { ...options, stdio: ['ignore', 'ignore', 'pipe'] })
   // Whatever happens to the test, the server goes with its process.
   const onExit = (): void => void proc.kill('SIGTERM')
   process.once('exit', onExit)
   let stderr = ''
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  await until(async () => {
-    if (proc.exitCode !== null) throw new Error(`${command} exited ${proc.exitCode}: ${stderr.slice(-2000)}`)
-    return ready()
-  }, options.timeout ?? 10_000, 50)
+  await until(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`${command} exited ${proc.exitCode}: ${stderr.slice(-2000)}`)
+      return ready()
+    },
+    options.timeout ?? 10_000,
+    50,
+  )
   return {
     proc,
     stop: () =>

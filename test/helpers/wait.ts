@@ -18,7 +18,9 @@ export async function until(check: () => Promise<boolean> | boolean, timeout = 1
 }
 
 /** Closes each socket (a WebSocket, or anything with `close()` and a `close` event) and resolves once all have closed. */
-export function closeAll(sockets: readonly { once(event: 'close', fn: () => void): unknown; close(): void }[]): Promise<unknown> {
+export function closeAll(
+  sockets: readonly { once(event: 'close', fn: () => void): unknown; close(): void }[],
+): Promise<unknown> {
   return Promise.all(
     sockets.map(
       (s) =>

@@ -23,7 +23,11 @@ export interface Target {
 
 /** Starts `node [--import tsx] args...`, waits for `ready` on stdout; the URL is its first match group. */
 export async function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<Target> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()))
@@ -55,11 +59,18 @@ export async function start(args: string[], env: Record<string, string>, ready: 
 
 /** The site fixture (fixtures/site.ts) on `framework`. */
 export const site = (framework: 'fastify' | 'express'): Promise<Target> =>
-  start([resolve(import.meta.dirname, 'fixtures/site.ts'), framework], { AIRLOCK_DASHBOARD_TOKEN: TOKEN }, /listening (http:\/\/\S+)/)
+  start(
+    [resolve(import.meta.dirname, 'fixtures/site.ts'), framework],
+    { AIRLOCK_DASHBOARD_TOKEN: TOKEN },
+    /listening (http:\/\/\S+)/,
+  )
 
 /** `airlock <args>` from src. */
-export const cli = (args: string[], env: Record<string, string> = {}, ready = /on (http:\/\/[^ /]+)/): Promise<Target> =>
-  start(['src/cli.ts', ...args], { AIRLOCK_DASHBOARD_TOKEN: TOKEN, ...env }, ready)
+export const cli = (
+  args: string[],
+  env: Record<string, string> = {},
+  ready = /on (http:\/\/[^ /]+)/,
+): Promise<Target> => start(['src/cli.ts', ...args], { AIRLOCK_DASHBOARD_TOKEN: TOKEN, ...env }, ready)
 
 /** One request a client may send: what the hostile clients take apart. */
 export interface Endpoint {
@@ -98,7 +109,15 @@ const headLines = (ep: Endpoint, host: string, extra: Record<string, string> = {
 /** A body cut off after `sent` bytes of the `declared` its Content-Length promised. */
 export function cutBody(base: string, ep: Endpoint, sent: number, declared: number): Promise<string> {
   const body = (ep.body ?? 'x=1').padEnd(declared, 'x')
-  return socketDoing(base, (s) => void s.write(`${headLines(ep, new URL(base).host, { 'Content-Length': String(declared) })}\r\n${body.slice(0, sent)}`, 'latin1'), 30)
+  return socketDoing(
+    base,
+    (s) =>
+      void s.write(
+        `${headLines(ep, new URL(base).host, { 'Content-Length': String(declared) })}\r\n${body.slice(0, sent)}`,
+        'latin1',
+      ),
+    30,
+  )
 }
 
 /** Every way one endpoint is abused: named hostile clients, each a promise-returning run. */
@@ -106,10 +125,14 @@ export function hostileClients(base: string, ep: Endpoint): [string, () => Promi
   const host = new URL(base).host
   const body = ep.body ?? 'x=1'
   const send = (head: string, payload: string | Buffer = '', hold = 300): Promise<string> =>
-    socketDoing(base, (s) => {
-      s.write(`${head}\r\n`, 'latin1')
-      if (payload.length > 0) s.write(payload)
-    }, hold)
+    socketDoing(
+      base,
+      (s) => {
+        s.write(`${head}\r\n`, 'latin1')
+        if (payload.length > 0) s.write(payload)
+      },
+      hold,
+    )
   const runs: [string, () => Promise<unknown>][] = []
   // Bodies cut at every point (with and without a body promised by the method).
   for (let k = 0; k <= body.length; k++) runs.push([`body cut at ${k}`, () => cutBody(base, ep, k, body.length + 10)])
@@ -117,60 +140,121 @@ export function hostileClients(base: string, ep: Endpoint): [string, () => Promi
   runs.push([
     'a slow body: a byte every 100 ms, then gone',
     () =>
-      socketDoing(base, async (s) => {
-        s.write(`${headLines(ep, host, { 'Content-Length': '40' })}\r\n`)
-        for (let i = 0; i < 12 && !s.destroyed; i++) {
-          s.write('x')
-          await sleep(100)
-        }
-      }, 1_400),
+      socketDoing(
+        base,
+        async (s) => {
+          s.write(`${headLines(ep, host, { 'Content-Length': '40' })}\r\n`)
+          for (let i = 0; i < 12 && !s.destroyed; i++) {
+            s.write('x')
+            await sleep(100)
+          }
+        },
+        1_400,
+      ),
   ])
-  runs.push(['100 MB promised, 256 KB sent', () => send(headLines(ep, host, { 'Content-Length': String(100 * 1024 * 1024) }), Buffer.alloc(256 * 1024, 120), 500)])
+  runs.push([
+    '100 MB promised, 256 KB sent',
+    () =>
+      send(headLines(ep, host, { 'Content-Length': String(100 * 1024 * 1024) }), Buffer.alloc(256 * 1024, 120), 500),
+  ])
   runs.push([
     'a chunked body that never ends',
     () =>
-      socketDoing(base, async (s) => {
-        s.write(`${headLines(ep, host, { 'Transfer-Encoding': 'chunked' })}\r\n`)
-        for (let i = 0; i < 16 && !s.destroyed; i++) {
-          s.write(`10000\r\n${'y'.repeat(0x10000)}\r\n`)
-          await sleep(20)
-        }
-      }, 800),
+      socketDoing(
+        base,
+        async (s) => {
+          s.write(`${headLines(ep, host, { 'Transfer-Encoding': 'chunked' })}\r\n`)
+          for (let i = 0; i < 16 && !s.destroyed; i++) {
+            s.write(`10000\r\n${'y'.repeat(0x10000)}\r\n`)
+            await sleep(20)
+          }
+        },
+        800,
+      ),
   ])
   runs.push([
     'fifty requests pipelined, the answers never read',
     () =>
-      socketDoing(base, (s) => {
-        s.pause()
-        const one = headLines({ method: 'GET', path: ep.path, headers: ep.headers }, host)
-        s.write(`${one}\r\n`.repeat(50))
-      }, 1_000),
+      socketDoing(
+        base,
+        (s) => {
+          s.pause()
+          const one = headLines({ method: 'GET', path: ep.path, headers: ep.headers }, host)
+          s.write(`${one}\r\n`.repeat(50))
+        },
+        1_000,
+      ),
   ])
-  runs.push(['a body said to be gzip', () => send(headLines(ep, host, { 'Content-Encoding': 'gzip', 'Content-Length': '12' }), 'not gzip!!!!')])
-  runs.push(['a body that is not UTF-8', () => send(headLines(ep, host, { 'Content-Length': '6' }), Buffer.from([0x7b, 0xff, 0xfe, 0xc0, 0xaf, 0x7d]))])
-  for (const path of [`${ep.path}%zz`, `${ep.path}?%ff%fe=%e0%80`, `${ep.path}/%c0%ae%c0%ae/x`, `${ep.path}?a=${'%'.repeat(500)}`, `/${'a/'.repeat(3000)}`]) {
-    runs.push([`the path ${path.slice(0, 40)}`, () => send(headLines({ ...ep, path }, host, { 'Content-Length': '0' }))])
+  runs.push([
+    'a body said to be gzip',
+    () => send(headLines(ep, host, { 'Content-Encoding': 'gzip', 'Content-Length': '12' }), 'not gzip!!!!'),
+  ])
+  runs.push([
+    'a body that is not UTF-8',
+    () => send(headLines(ep, host, { 'Content-Length': '6' }), Buffer.from([0x7b, 0xff, 0xfe, 0xc0, 0xaf, 0x7d])),
+  ])
+  for (const path of [
+    `${ep.path}%zz`,
+    `${ep.path}?%ff%fe=%e0%80`,
+    `${ep.path}/%c0%ae%c0%ae/x`,
+    `${ep.path}?a=${'%'.repeat(500)}`,
+    `/${'a/'.repeat(3000)}`,
+  ]) {
+    runs.push([
+      `the path ${path.slice(0, 40)}`,
+      () => send(headLines({ ...ep, path }, host, { 'Content-Length': '0' })),
+    ])
   }
   runs.push(['bytes no URL may hold', () => send(`${ep.method} /\xff\xfe HTTP/1.1\r\nHost: ${host}\r\n`)])
   const odd: Record<string, string>[] = [
     { 'Content-Length': 'abc' },
     { 'Content-Length': '-1' },
     { 'Content-Length': '3', 'Transfer-Encoding': 'chunked' },
-    { Cookie: Array.from({ length: 300 }, (_, i) => `airlock_pass_shop=p1~shop~x${i}~zzzzzz~f~${'A'.repeat(43)}`).join('; ').slice(0, 14_000) },
+    {
+      Cookie: Array.from({ length: 300 }, (_, i) => `airlock_pass_shop=p1~shop~x${i}~zzzzzz~f~${'A'.repeat(43)}`)
+        .join('; ')
+        .slice(0, 14_000),
+    },
     { 'Accept-Language': `${'xx-YY;q=0.5, '.repeat(600)}`, Accept: `${'a/b;q=0.1, '.repeat(600)}` },
-    { 'X-Forwarded-For': Array.from({ length: 500 }, (_, i) => `10.0.${i % 250}.${i % 200}`).join(', '), Forwarded: 'for="[::1', 'X-Real-IP': '\u00ff' },
+    {
+      'X-Forwarded-For': Array.from({ length: 500 }, (_, i) => `10.0.${i % 250}.${i % 200}`).join(', '),
+      Forwarded: 'for="[::1',
+      'X-Real-IP': '\u00ff',
+    },
     { 'X-Airlock-Solution': 'c1~shop~x~y~z 123', 'X-Airlock-Poll': '1', Authorization: `Bearer ${'z'.repeat(8000)}` },
     { 'Content-Type': 'application/json; charset=utf-7', Expect: '100-continue', 'Content-Length': '2' },
   ]
   for (const h of odd) runs.push([`odd headers ${Object.keys(h).join(', ')}`, () => send(headLines(ep, host, h), '{}')])
   runs.push([
     'repeated headers',
-    () => send(`${headLines(ep, host)}Content-Type: text/plain\r\nContent-Type: application/json\r\nCookie: a=1\r\nCookie: b=2\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: 2\r\n`, '{}'),
+    () =>
+      send(
+        `${headLines(ep, host)}Content-Type: text/plain\r\nContent-Type: application/json\r\nCookie: a=1\r\nCookie: b=2\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: 2\r\n`,
+        '{}',
+      ),
   ])
   runs.push(['HTTP/1.0 without Host', () => send(`${ep.method} ${ep.path} HTTP/1.0\r\n`, '', 300)])
-  runs.push(['a folded header', () => send(`${ep.method} ${ep.path} HTTP/1.1\r\nHost: ${host}\r\nX-Folded: a\r\n b\r\n`)])
-  for (const upgrade of ['websocket', 'WebSocket', 'h2c', 'websocket, h2c', 'TLS/1.0', 'HTTP/2.0', '', 'x'.repeat(2000)]) {
-    const ws = { Connection: 'Upgrade, HTTP2-Settings', Upgrade: upgrade, 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA' }
+  runs.push([
+    'a folded header',
+    () => send(`${ep.method} ${ep.path} HTTP/1.1\r\nHost: ${host}\r\nX-Folded: a\r\n b\r\n`),
+  ])
+  for (const upgrade of [
+    'websocket',
+    'WebSocket',
+    'h2c',
+    'websocket, h2c',
+    'TLS/1.0',
+    'HTTP/2.0',
+    '',
+    'x'.repeat(2000),
+  ]) {
+    const ws = {
+      Connection: 'Upgrade, HTTP2-Settings',
+      Upgrade: upgrade,
+      'Sec-WebSocket-Version': '13',
+      'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+    }
     runs.push([`Upgrade: ${upgrade.slice(0, 20)}`, () => send(headLines({ ...ep, method: 'GET' }, host, ws), '', 400)])
   }
   return runs
@@ -182,7 +266,11 @@ export async function abuse(base: string, ep: Endpoint): Promise<void> {
 }
 
 /** Honest requests, one after another until stopped: each must get an answer of `expected`. */
-export function honest(label: string, request: () => Promise<Response>, expected: (status: number) => boolean): { stop(): Promise<{ answered: number; failures: string[] }> } {
+export function honest(
+  label: string,
+  request: () => Promise<Response>,
+  expected: (status: number) => boolean,
+): { stop(): Promise<{ answered: number; failures: string[] }> } {
   let running = true
   let answered = 0
   const failures: string[] = []
@@ -210,7 +298,11 @@ export function honest(label: string, request: () => Promise<Response>, expected
 
 /** A fetch that gives up after 10 s, on a connection of its own. */
 export const get = (url: string, init: RequestInit = {}): Promise<Response> =>
-  fetch(url, { ...init, headers: { connection: 'close', ...(init.headers as Record<string, string>) }, signal: AbortSignal.timeout(10_000) })
+  fetch(url, {
+    ...init,
+    headers: { connection: 'close', ...(init.headers as Record<string, string>) },
+    signal: AbortSignal.timeout(10_000),
+  })
 
 /** The process is still the one started: not exited, not restarted. */
 export function expectAlive(target: Target): void {
@@ -230,7 +322,12 @@ export async function stopsCleanly(target: Target): Promise<void> {
 
 /** The dashboard cookie of a signed-in operator (the form's POST). */
 export async function signIn(dashboard: string): Promise<string> {
-  const r = await fetch(`${dashboard}/`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${TOKEN}` })
+  const r = await fetch(`${dashboard}/`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: `token=${TOKEN}`,
+  })
   expect(r.status).toBe(303)
   return r.headers.get('set-cookie')!.split(';')[0]!
 }
@@ -238,7 +335,10 @@ export async function signIn(dashboard: string): Promise<string> {
 /** `count` requests to `ep` whose bodies are cut off, each at another point, twenty at a time. */
 export function cutOffs(base: string, ep: Endpoint, count = 1_000): Promise<void> {
   const body = ep.body ?? 'x=1'
-  return pooled(Array.from({ length: count }, (_, i) => () => cutBody(base, ep, i % body.length, body.length + 50)), 20)
+  return pooled(
+    Array.from({ length: count }, (_, i) => () => cutBody(base, ep, i % body.length, body.length + 50)),
+    20,
+  )
 }
 
 /** Runs `tasks` with at most `width` at once. */

@@ -15,8 +15,20 @@ import { busyPageHashes } from '../../src/pages/busy.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { countingStore, recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, nextAddress, requestHeader, SECRET, startApp, Stats, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
-
+import {
+  Browser,
+  getAndHead,
+  hit,
+  nextAddress,
+  requestHeader,
+  SECRET,
+  startApp,
+  Stats,
+  useApps,
+  type AdapterName,
+  type AppSetup,
+  type TestApp,
+} from './harness.js'
 
 async function held(store: Store, name = 'default'): Promise<number> {
   return (await store.state(name)).held
@@ -137,10 +149,12 @@ export function behaviour(adapter: AdapterName): void {
 
     it('upgrades the slot to passTtl when the visitor comes back; cookie-less clients only hold it provisionally', async () => {
       const store = memoryStore()
-      const app = await start({ gate: { limit: 5, store, secret: SECRET, provisionalTtl: '400ms', passTtl: 20_000, logger: quiet() } })
+      const app = await start({
+        gate: { limit: 5, store, secret: SECRET, provisionalTtl: '400ms', passTtl: 20_000, logger: quiet() },
+      })
       const browser = new Browser(app.url)
       await fullPass(browser)
-      const upgrade = (await hit(`${app.url}/kind`, { headers: { cookie: browser.cookieHeader() } }))
+      const upgrade = await hit(`${app.url}/kind`, { headers: { cookie: browser.cookieHeader() } })
       expect(upgrade.body).toBe('pass')
       await hit(`${app.url}/`) // a cookie-less client takes a provisional slot
       expect(await held(store)).toBe(2)
@@ -151,7 +165,9 @@ export function behaviour(adapter: AdapterName): void {
 
     it('lets pass holders through without any store round trip (one coalesced re-check per window)', async () => {
       const store = countingStore(memoryStore())
-      const app = await start({ gate: { limit: 3, store, secret: SECRET, recheckInterval: 1500, passTtl: 120_000, logger: quiet() } })
+      const app = await start({
+        gate: { limit: 3, store, secret: SECRET, recheckInterval: 1500, passTtl: 120_000, logger: quiet() },
+      })
       const browser = new Browser(app.url)
       await fullPass(browser)
       store.reset()
@@ -171,7 +187,15 @@ export function behaviour(adapter: AdapterName): void {
     it('slides the pass: refreshes the slot and reissues the cookie when less than half its life is left', async () => {
       const store = memoryStore()
       const app = await start({
-        gate: { limit: 2, store, secret: SECRET, passTtl: 1600, provisionalTtl: '800ms', recheckInterval: 400, logger: quiet() },
+        gate: {
+          limit: 2,
+          store,
+          secret: SECRET,
+          passTtl: 1600,
+          provisionalTtl: '800ms',
+          recheckInterval: 400,
+          logger: quiet(),
+        },
       })
       const browser = new Browser(app.url)
       const first = await fullPass(browser)
@@ -506,7 +530,7 @@ export function behaviour(adapter: AdapterName): void {
       expect(store.calls.release).toBe(6)
     })
 
-    it('reuses a finished request\'s slot for the next request, and releases it after reuseWindow', async () => {
+    it("reuses a finished request's slot for the next request, and releases it after reuseWindow", async () => {
       const store = countingStore(memoryStore())
       const app = await start({ gate: requestGate(store, { limit: 1, reuseWindow: 300 }) })
       for (let i = 0; i < 3; i++) {
@@ -570,7 +594,9 @@ export function behaviour(adapter: AdapterName): void {
   describe(`${adapter}: shutdown`, () => {
     it('a process using the gate exits by itself after close (no open handles)', async () => {
       const fixture = fileURLToPath(new URL('./fixtures/exit.ts', import.meta.url))
-      const child = spawn(process.execPath, ['--import', 'tsx', fixture, adapter], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, adapter], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       let out = ''
       child.stdout.on('data', (d) => (out += d))
       child.stderr.on('data', (d) => (out += d))
@@ -629,7 +655,9 @@ export function redisBehaviour(adapter: AdapterName): void {
 
     it('pass holders cost no Redis round trip on the hot path', async () => {
       const store = countingStore(redisStore({ client: redis.client(), prefix: `t${adapter}b` }))
-      const app = await start({ gate: { limit: 2, store, secret: SECRET, recheckInterval: 30_000, passTtl: 120_000, logger: recordingLogger() } })
+      const app = await start({
+        gate: { limit: 2, store, secret: SECRET, recheckInterval: 30_000, passTtl: 120_000, logger: recordingLogger() },
+      })
       const browser = new Browser(app.url)
       await fullPass(browser)
       store.reset()
@@ -648,7 +676,11 @@ export function redisBehaviour(adapter: AdapterName): void {
       expect(app.stats.max).toBe(3)
       await app.stats.idle()
       await until(async () => (await held(store)) === 0, 5000)
-      const gone = [abandon(`${app.url}/work?ms=800`, 100), abandon(`${app.url}/work?ms=800`, 100), abandon(`${app.url}/throw?ms=800`, 100)]
+      const gone = [
+        abandon(`${app.url}/work?ms=800`, 100),
+        abandon(`${app.url}/work?ms=800`, 100),
+        abandon(`${app.url}/throw?ms=800`, 100),
+      ]
       await until(() => app.stats.running === 3, 5000, 10)
       await Promise.all(gone)
       expect((await hit(`${app.url}/`)).status).toBe(503)
@@ -680,9 +712,18 @@ export function redisBehaviour(adapter: AdapterName): void {
         const openStore = redisStore({ client: outage.client(), prefix: 'o' })
         const closedStore = redisStore({ client: outage.client(), prefix: 'c' })
         const storeTimeout = 400
-        const open = await start({ gate: { limit: 5, store: openStore, secret: SECRET, storeTimeout, logger: openLog } })
+        const open = await start({
+          gate: { limit: 5, store: openStore, secret: SECRET, storeTimeout, logger: openLog },
+        })
         const closed = await start({
-          gate: { limit: 5, store: closedStore, secret: SECRET, storeTimeout, onStoreError: 'closed', logger: closedLog },
+          gate: {
+            limit: 5,
+            store: closedStore,
+            secret: SECRET,
+            storeTimeout,
+            onStoreError: 'closed',
+            logger: closedLog,
+          },
         })
         const holder = new Browser(open.url)
         await fullPass(holder)
@@ -713,10 +754,14 @@ export function redisBehaviour(adapter: AdapterName): void {
         expect((await holder.get('/kind')).body).toBe('pass')
 
         await outage.start()
-        await until(async () => {
-          const r = await hit(`${open.url}/kind`)
-          return r.body === 'admit' && r.cookies.length === 1
-        }, 15_000, 200)
+        await until(
+          async () => {
+            const r = await hit(`${open.url}/kind`)
+            return r.body === 'admit' && r.cookies.length === 1
+          },
+          15_000,
+          200,
+        )
         await until(async () => (await hit(`${closed.url}/kind`)).status === 200, 15_000, 200)
         expect(openLog.lines.some((l) => l.level === 'info' && /available again/.test(l.msg ?? ''))).toBe(true)
       } finally {

@@ -22,7 +22,13 @@ describe('live control across two instances on one Redis', () => {
 
   it('limit 10 -> 3 through the CLI while both are busy: from 1 s after the change at most 3 handlers run at once', async () => {
     const WORK = 150
-    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-limit', MODE: 'request', LIMIT: '10', WORK_MS: String(WORK) })
+    fleet = await startFleet(2, {
+      REDIS_URL: priv.redis.url,
+      NAME: 'steer-limit',
+      MODE: 'request',
+      LIMIT: '10',
+      WORK_MS: String(WORK),
+    })
     const { urls } = fleet
     let running = true
     const client = async (i: number): Promise<void> => {
@@ -51,7 +57,13 @@ describe('live control across two instances on one Redis', () => {
   })
 
   it('closed: after 1 s no new visitor is admitted on either instance, pass holders still get 200; reopened, newcomers get in', async () => {
-    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-closed', MODE: 'session', LIMIT: '50', WORK_MS: '5' })
+    fleet = await startFleet(2, {
+      REDIS_URL: priv.redis.url,
+      NAME: 'steer-closed',
+      MODE: 'session',
+      LIMIT: '50',
+      WORK_MS: '5',
+    })
     const holders = fleet.urls.flatMap((u) => [new Browser(u), new Browser(u)])
     for (const b of holders) expect((await b.get('/work')).status).toBe(200)
     const control = airlockControl({ name: 'steer-closed', store: priv.store })
@@ -68,7 +80,13 @@ describe('live control across two instances on one Redis', () => {
   })
 
   it('a hand-edited control record is ignored where it is bad, on every instance, without a crash', async () => {
-    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-bad', MODE: 'session', LIMIT: '50', WORK_MS: '5' })
+    fleet = await startFleet(2, {
+      REDIS_URL: priv.redis.url,
+      NAME: 'steer-bad',
+      MODE: 'session',
+      LIMIT: '50',
+      WORK_MS: '5',
+    })
     const client = priv.redis.client()
     await client.hset('{airlock:steer-bad}:ctl', 'limit', 'many', 'mode', 'closed', 'opensAt', 'soon', '#v', '7')
     await client.publish('{airlock:steer-bad}:control', '7')

@@ -24,10 +24,21 @@ describe('a scheduled opening', () => {
   let fleet: Fleet | undefined
   afterAll(async () => fleet?.stop())
 
-  it('those who came before opensAt are admitted in uniformly random order, all before anyone who came after', { timeout: 120_000 }, async () => {
+  it('those who came before opensAt are admitted in uniformly random order, all before anyone who came after', {
+    timeout: 120_000,
+  }, async () => {
     // 220 browsers polling two instances on a busy CI box: a store call may take longer than the
     // default 200 ms budget there, which would answer a poll 503 (store unavailable) and end the test.
-    fleet = await startFleet(2, { REDIS_URL: priv.redis.url, NAME: 'steer-open', MODE: 'session', LIMIT: '8', WORK_MS: '1', QUEUE: '1', POLL_MS: '300', STORE_TIMEOUT: '2000' })
+    fleet = await startFleet(2, {
+      REDIS_URL: priv.redis.url,
+      NAME: 'steer-open',
+      MODE: 'session',
+      LIMIT: '8',
+      WORK_MS: '1',
+      QUEUE: '1',
+      POLL_MS: '300',
+      STORE_TIMEOUT: '2000',
+    })
     // Opening far ahead while the 200 arrive (however slow the machine), then moved to shortly after.
     const control = airlockControl({ name: 'steer-open', store: priv.store })
     await control.set({ opensAt: Date.now() + 600_000 })
@@ -38,7 +49,8 @@ describe('a scheduled opening', () => {
       const b = new Browser(fleet!.urls[id % 2]!)
       const first = await b.get('/')
       arrived++
-      if (first.status !== 202 || (!late && !first.body.includes('Opening soon'))) throw new Error(`visitor ${id}: ${first.status} ${first.body.slice(0, 80)}`)
+      if (first.status !== 202 || (!late && !first.body.includes('Opening soon')))
+        throw new Error(`visitor ${id}: ${first.status} ${first.body.slice(0, 80)}`)
       for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
         await sleep(250 + Math.random() * 100)
         const r = await b.get('/', { headers: { accept: 'application/json', 'x-airlock-poll': '1' } })
@@ -71,8 +83,13 @@ describe('a scheduled opening', () => {
     // Every visitor who came before the opening was admitted before anyone who came after.
     expect(order.map((v) => v.late)).toEqual([...Array<boolean>(200).fill(false), ...Array<boolean>(20).fill(true)])
     const ranks = order.filter((v) => !v.late).map((v) => v.id)
-    const rho = spearman(ranks, ranks.map((_, i) => i))
-    console.log(`scheduled opening: Spearman rho between arrival and admission order ${rho.toFixed(3)} (FIFO 1, LIFO -1)`)
+    const rho = spearman(
+      ranks,
+      ranks.map((_, i) => i),
+    )
+    console.log(
+      `scheduled opening: Spearman rho between arrival and admission order ${rho.toFixed(3)} (FIFO 1, LIFO -1)`,
+    )
     // A uniform shuffle of 200 has sd 1/sqrt(199) = 0.071: |rho| < 0.3 fails FIFO (1) and LIFO (-1).
     expect(Math.abs(rho)).toBeLessThan(0.3)
     // And arriving in the first quarter gives no edge: about a quarter of the first 50 admitted came then.

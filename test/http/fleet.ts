@@ -25,7 +25,10 @@ export async function startFleet(count: number, env: Record<string, string>): Pr
   const events: FleetEvent[] = []
   const urls = await Promise.all(
     Array.from({ length: count }, (_, instance) => {
-      const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       procs.push(proc)
       let err = ''
       proc.stderr!.on('data', (d: Buffer) => (err += d.toString()))

@@ -89,7 +89,8 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
     for (const h of hangs.splice(0)) h()
   }
   const ms = (q: unknown): number => Number((q as { ms?: string }).ms ?? 0)
-  if (adapter === 'fetch' || adapter === 'hono' || adapter === 'koa') return startWebApp(adapter, setup, { stats, hang, unhang })
+  if (adapter === 'fetch' || adapter === 'hono' || adapter === 'koa')
+    return startWebApp(adapter, setup, { stats, hang, unhang })
 
   if (adapter === 'fastify') {
     const app = Fastify({ forceCloseConnections: true, trustProxy: setup.trustProxy ?? false })
@@ -127,8 +128,16 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
       return 'open'
     })
     if (setup.checkout) {
-      app.get('/checkout', { config: { airlock: setup.checkout } }, async (_req, reply) => `checkout ${reply.airlock.decision?.kind}`)
-      app.post('/checkout/done', { config: { airlock: setup.checkout } }, async (_req, reply) => `released=${await reply.airlock.release()}`)
+      app.get(
+        '/checkout',
+        { config: { airlock: setup.checkout } },
+        async (_req, reply) => `checkout ${reply.airlock.decision?.kind}`,
+      )
+      app.post(
+        '/checkout/done',
+        { config: { airlock: setup.checkout } },
+        async (_req, reply) => `released=${await reply.airlock.release()}`,
+      )
     }
     await app.listen({ port: 0, host: '127.0.0.1', backlog: 4096 })
     const { port } = app.server.address() as AddressInfo
@@ -288,9 +297,18 @@ export async function hit(
     headers: { connection: 'close', ...options.headers },
     signal: AbortSignal.timeout(options.timeout ?? 15_000),
   }
-  const res = options.from === undefined ? await fetch(url, init) : ((await undiciFetch(url, { ...init, dispatcher: agentFrom(options.from) })) as unknown as Response)
+  const res =
+    options.from === undefined
+      ? await fetch(url, init)
+      : ((await undiciFetch(url, { ...init, dispatcher: agentFrom(options.from) })) as unknown as Response)
   const body = await res.text()
-  return { status: res.status, headers: res.headers, body, cookies: res.headers.getSetCookie(), ms: performance.now() - t0 }
+  return {
+    status: res.status,
+    headers: res.headers,
+    body,
+    cookies: res.headers.getSetCookie(),
+    ms: performance.now() - t0,
+  }
 }
 
 /** A browser-like client: keeps cookies (by name), honours Max-Age=0; one person, so an address of its own (see {@link nextAddress}). */
@@ -324,13 +342,23 @@ export class Browser {
 export const SECRET = 'test-secret-that-is-at-least-32-bytes-long'
 
 /** The headers a `HEAD` answer must share with the `GET` answer to the same request. */
-const HEAD_HEADERS = ['content-type', 'content-security-policy', 'retry-after', 'cache-control', 'vary', 'content-length'] as const
+const HEAD_HEADERS = [
+  'content-type',
+  'content-security-policy',
+  'retry-after',
+  'cache-control',
+  'vary',
+  'content-length',
+] as const
 
 /**
  * A `HEAD` request over a raw socket, read to the end: what is really on the wire, so that a body
  * sent after the headers would show (fetch hides it).
  */
-function rawHead(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: string }> {
+function rawHead(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Headers; body: string }> {
   const u = new URL(url)
   return new Promise((resolve, reject) => {
     let data = ''
@@ -360,7 +388,14 @@ function rawHead(url: string, headers: Record<string, string>): Promise<{ status
 export async function getAndHead(
   url: string,
   headers: Record<string, string> = {},
-): Promise<{ get: Record<string, string | null>; head: Record<string, string | null>; getLength: number; getStatus: number; headStatus: number; headBody: string }> {
+): Promise<{
+  get: Record<string, string | null>
+  head: Record<string, string | null>
+  getLength: number
+  getStatus: number
+  headStatus: number
+  headBody: string
+}> {
   const pick = (h: Headers) => Object.fromEntries(HEAD_HEADERS.map((n) => [n, h.get(n)]))
   const get = await hit(url, { headers })
   const head = await rawHead(url, headers)

@@ -55,7 +55,11 @@ export function readerBehaviour(adapter: AdapterName): void {
       const provisionalTtl = 2_000
       const app = await start({ gate: gate(store, { limit: 500, provisionalTtl }) })
       // Each its own client (an address of its own), as cookie-less visitors from many places.
-      await Promise.all(Array.from({ length: 100 }, (_, i) => hit(`${app.url}${i % 2 ? '/health' : '/missing?x=1'}`, { from: nextAddress() })))
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          hit(`${app.url}${i % 2 ? '/health' : '/missing?x=1'}`, { from: nextAddress() }),
+        ),
+      )
       // Express gates its 404s (it cannot tell them from routes): those hold provisional slots.
       expect(await held(store)).toBe(adapter === 'fastify' ? 0 : 50)
       await Promise.all(Array.from({ length: 200 }, () => hit(`${app.url}/`, { from: nextAddress() })))
@@ -109,11 +113,21 @@ export function readerBehaviour(adapter: AdapterName): void {
       const genuine = reader.jar.get('airlock_pass')!
       const signer = createSigner({ secrets: SECRET, context: PASS_CONTEXT })
       const stale = (i: number) =>
-        encodePass(signer, { gate: 'default', token: `gone${i}AAAAAAAAAAAAAAAA`, expiresAt: Date.now() + 60_000, provisional: false })
+        encodePass(signer, {
+          gate: 'default',
+          token: `gone${i}AAAAAAAAAAAAAAAA`,
+          expiresAt: Date.now() + 60_000,
+          provisional: false,
+        })
       // Forged: the shape of a pass, a future expiry, a MAC that is not the gate's.
       const forged = (i: number) => `${stale(i).slice(0, -43)}${'A'.repeat(42)}${i % 10}`
-      const planted = Array.from({ length: 48 }, (_, i) => `airlock_pass=${i % 8 === 0 ? stale(i) : i % 2 ? forged(i) : `junk${i}`}`)
-      const r = await hit(`${app.url}/kind`, { headers: { cookie: [...planted, `airlock_pass=${genuine}`].join('; ') } })
+      const planted = Array.from(
+        { length: 48 },
+        (_, i) => `airlock_pass=${i % 8 === 0 ? stale(i) : i % 2 ? forged(i) : `junk${i}`}`,
+      )
+      const r = await hit(`${app.url}/kind`, {
+        headers: { cookie: [...planted, `airlock_pass=${genuine}`].join('; ') },
+      })
       expect(r.body).toBe('pass')
       expect(await held(store)).toBe(1)
     })

@@ -55,7 +55,11 @@ describe.each(ADAPTERS)('the Airlock header (%s)', (adapter) => {
     const sameAddress = nextAddress()
     await hit(`${a.url}/`, { from: sameAddress })
     const share = await hit(`${a.url}/`, { from: sameAddress, headers: JSON_ACCEPT })
-    expect([share.status, share.headers.get('airlock'), JSON.parse(share.body).reason]).toEqual([503, 'busy; reason=client-share; gate=shop', 'client-share'])
+    expect([share.status, share.headers.get('airlock'), JSON.parse(share.body).reason]).toEqual([
+      503,
+      'busy; reason=client-share; gate=shop',
+      'client-share',
+    ])
     const sharePage = await hit(`${a.url}/`, { from: sameAddress, headers: HTML })
     expect(sharePage.headers.get('airlock')).toBe('busy; reason=client-share; gate=shop')
     expect(sharePage.body).toContain('Many new visits are coming from your network address at once')
@@ -65,17 +69,28 @@ describe.each(ADAPTERS)('the Airlock header (%s)', (adapter) => {
     const fullJson = await hit(`${a.url}/`, { from: nextAddress(), headers: JSON_ACCEPT })
     expect(JSON.parse(fullJson.body)).toEqual({ status: 'busy', reason: 'full', retryAfter: 5 })
     const problem = await hit(`${a.url}/`, { from: nextAddress(), headers: { accept: 'application/problem+json' } })
-    expect([problem.headers.get('airlock'), JSON.parse(problem.body).reason]).toEqual(['busy; reason=full; gate=shop', 'full'])
+    expect([problem.headers.get('airlock'), JSON.parse(problem.body).reason]).toEqual([
+      'busy; reason=full; gate=shop',
+      'full',
+    ])
     const head = await hit(`${a.url}/`, { method: 'HEAD', from: nextAddress() })
     expect([head.status, head.headers.get('airlock')]).toEqual([503, 'busy; reason=full; gate=shop'])
 
     const control = airlockControl({ name: 'shop', store })
     await control.set({ mode: 'closed' })
-    await until(async () => (await hit(`${a.url}/`, { from: nextAddress() })).headers.get('airlock') === 'busy; reason=closed; gate=shop', 5_000)
+    await until(
+      async () =>
+        (await hit(`${a.url}/`, { from: nextAddress() })).headers.get('airlock') === 'busy; reason=closed; gate=shop',
+      5_000,
+    )
 
     const down = await app(adapter, { name: 'down', limit: 2, store: brokenStore(), onStoreError: 'closed' })
     const refused = await hit(`${down.url}/`, { headers: JSON_ACCEPT })
-    expect([refused.status, refused.headers.get('airlock'), JSON.parse(refused.body).reason]).toEqual([503, 'busy; reason=store-unavailable; gate=down', 'store-unavailable'])
+    expect([refused.status, refused.headers.get('airlock'), JSON.parse(refused.body).reason]).toEqual([
+      503,
+      'busy; reason=store-unavailable; gate=down',
+      'store-unavailable',
+    ])
   })
 
   it('request mode: busy; reason=full', async () => {
@@ -99,19 +114,37 @@ describe.each(ADAPTERS)('the Airlock header (%s)', (adapter) => {
     const queued = await hit(`${a.url}/`, { from: waiter, headers: HTML })
     expect([queued.status, queued.headers.get('airlock')]).toEqual([202, 'queued; gate=shop'])
     const ticket = cookie(queued)
-    const poll = await hit(`${a.url}/`, { from: waiter, headers: { ...JSON_ACCEPT, cookie: ticket, 'x-airlock-poll': '1' } })
+    const poll = await hit(`${a.url}/`, {
+      from: waiter,
+      headers: { ...JSON_ACCEPT, cookie: ticket, 'x-airlock-poll': '1' },
+    })
     expect([poll.status, poll.headers.get('airlock')]).toEqual([202, 'queued; gate=shop'])
     await airlockControl({ name: 'shop', store }).set({ limit: 2 })
     let admitted = poll
-    await until(async () => (admitted = await hit(`${a.url}/`, { from: waiter, headers: { ...JSON_ACCEPT, cookie: ticket, 'x-airlock-poll': '1' } })).status === 200, 5_000)
+    await until(
+      async () =>
+        (admitted = await hit(`${a.url}/`, {
+          from: waiter,
+          headers: { ...JSON_ACCEPT, cookie: ticket, 'x-airlock-poll': '1' },
+        })).status === 200,
+      5_000,
+    )
     expect(admitted.headers.get('airlock')).toBe('admitted; gate=shop')
 
     const leaver = nextAddress()
     const third = await hit(`${a.url}/`, { from: leaver, headers: HTML })
     expect(third.status).toBe(202)
-    const crossSite = await hit(`${a.url}/?__airlock=leave`, { method: 'POST', from: leaver, headers: { cookie: cookie(third), 'sec-fetch-site': 'cross-site' } })
+    const crossSite = await hit(`${a.url}/?__airlock=leave`, {
+      method: 'POST',
+      from: leaver,
+      headers: { cookie: cookie(third), 'sec-fetch-site': 'cross-site' },
+    })
     expect([crossSite.status, crossSite.headers.get('airlock')]).toEqual([403, 'refused; reason=cross-site; gate=shop'])
-    const left = await hit(`${a.url}/?__airlock=leave`, { method: 'POST', from: leaver, headers: { ...HTML, cookie: cookie(third), 'sec-fetch-site': 'same-origin' } })
+    const left = await hit(`${a.url}/?__airlock=leave`, {
+      method: 'POST',
+      from: leaver,
+      headers: { ...HTML, cookie: cookie(third), 'sec-fetch-site': 'same-origin' },
+    })
     expect([left.status, left.headers.get('airlock')]).toEqual([200, 'left; gate=shop'])
   })
 
@@ -120,19 +153,35 @@ describe.each(ADAPTERS)('the Airlock header (%s)', (adapter) => {
     const from = nextAddress()
     const challenged = await hit(`${a.url}/`, { from, headers: JSON_ACCEPT })
     expect([challenged.status, challenged.headers.get('airlock')]).toEqual([202, 'challenge; gate=shop'])
-    const wrong = await hit(`${a.url}/`, { from, headers: { ...JSON_ACCEPT, cookie: cookie(challenged), 'x-airlock-solution': 'forged 1' } })
-    expect([wrong.status, wrong.headers.get('airlock'), JSON.parse(wrong.body).reason]).toEqual([503, 'busy; reason=challenge-failed; gate=shop', 'challenge-failed'])
+    const wrong = await hit(`${a.url}/`, {
+      from,
+      headers: { ...JSON_ACCEPT, cookie: cookie(challenged), 'x-airlock-solution': 'forged 1' },
+    })
+    expect([wrong.status, wrong.headers.get('airlock'), JSON.parse(wrong.body).reason]).toEqual([
+      503,
+      'busy; reason=challenge-failed; gate=shop',
+      'challenge-failed',
+    ])
     // Solved the documented way: SHA-256(challenge:nonce) starts with `difficulty` zero bits.
     const fresh = await hit(`${a.url}/`, { from: nextAddress(), headers: JSON_ACCEPT })
     const { challenge, difficulty } = JSON.parse(fresh.body) as { challenge: string; difficulty: number }
     let nonce = 0
     while (zeroBits(createHash('sha256').update(`${challenge}:${nonce}`).digest()) < difficulty) nonce++
-    const solved = await hit(`${a.url}/`, { headers: { ...JSON_ACCEPT, cookie: cookie(fresh), 'x-airlock-solution': `${challenge} ${nonce}` } })
+    const solved = await hit(`${a.url}/`, {
+      headers: { ...JSON_ACCEPT, cookie: cookie(fresh), 'x-airlock-solution': `${challenge} ${nonce}` },
+    })
     expect([solved.status, solved.headers.get('airlock')]).toEqual([200, null]) // admitted: the route's answer
 
-    const shadowed = await app(adapter, { name: 'shadow', limit: 1, store: memoryStore(), queue: { challenge: { difficulty: 4, failed: 'shadow' } } })
+    const shadowed = await app(adapter, {
+      name: 'shadow',
+      limit: 1,
+      store: memoryStore(),
+      queue: { challenge: { difficulty: 4, failed: 'shadow' } },
+    })
     const c = await hit(`${shadowed.url}/`, { headers: JSON_ACCEPT })
-    const sent = await hit(`${shadowed.url}/`, { headers: { ...JSON_ACCEPT, cookie: cookie(c), 'x-airlock-solution': 'forged 1' } })
+    const sent = await hit(`${shadowed.url}/`, {
+      headers: { ...JSON_ACCEPT, cookie: cookie(c), 'x-airlock-solution': 'forged 1' },
+    })
     expect([sent.status, sent.headers.get('airlock')]).toEqual([202, 'queued; gate=shadow'])
   })
 })

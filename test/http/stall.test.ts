@@ -98,7 +98,9 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
     redis = await startRedis(['--enable-debug-command', 'yes'])
     // ioredis' defaults: commands unanswered when a connection drops are re-sent after a reconnect.
     // node-redis's: they fail with the connection (and its offline queue holds new ones until it is back).
-    store = redisStore({ client: client === 'ioredis' ? redis.client({ maxRetriesPerRequest: 20 }) : await nodeRedis.single(redis.port) })
+    store = redisStore({
+      client: client === 'ioredis' ? redis.client({ maxRetriesPerRequest: 20 }) : await nodeRedis.single(redis.port),
+    })
     observer = redisStore({ client: redis.client({ maxRetriesPerRequest: 20 }) })
     app = await startApp('fastify', { gate: { name: 'g', limit: LIMIT, mode, store, secret: SECRET, logger: silent } })
     return app
@@ -108,7 +110,10 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
   const held = async (): Promise<number> => (await observer!.state('g')).held
 
   const cases = [
-    ...(['CLIENT PAUSE', 'SIGSTOP', 'DEBUG SLEEP', 'restart'] as const).map((kind) => ({ kind, client: 'ioredis' as const })),
+    ...(['CLIENT PAUSE', 'SIGSTOP', 'DEBUG SLEEP', 'restart'] as const).map((kind) => ({
+      kind,
+      client: 'ioredis' as const,
+    })),
     // The same on node-redis, for a stall and for a restart.
     ...(['SIGSTOP', 'restart'] as const).map((kind) => ({ kind, client: 'node-redis' as const })),
   ]
@@ -124,7 +129,9 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       let after = -1
       const took = await until(async () => (after = await held()) === 0, 5_000, 25).catch(() => -1)
       const elapsed = took < 0 ? -1 : Date.now() - resumed
-      console.log(`request mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live: 0)`)
+      console.log(
+        `request mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live: 0)`,
+      )
       expect(after).toBe(0)
       expect(elapsed).toBeLessThanOrEqual(1_000)
       await until(() => store!.pendingCleanups === 0, 2_000, 25) // and the cleanup queue drains
@@ -149,11 +156,15 @@ describe.runIf(redisAvailable)('no ghost slots after a store stall', () => {
       let after = -1
       const took = await until(async () => (after = await held()) === live, 5_000, 25).catch(() => -1)
       const elapsed = took < 0 ? -1 : Date.now() - resumed
-      console.log(`session mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live passes: ${live})`)
+      console.log(
+        `session mode, ${kind}${on}: ${after} slots held ${Date.now() - resumed} ms after Redis answered again (live passes: ${live})`,
+      )
       expect(after).toBe(live)
       expect(elapsed).toBeLessThanOrEqual(1_000)
       // The rest of the room is free for newcomers.
-      const newcomers = await Promise.all(Array.from({ length: LIMIT - live }, () => hit(`${site.url}/kind`, { from: nextAddress() })))
+      const newcomers = await Promise.all(
+        Array.from({ length: LIMIT - live }, () => hit(`${site.url}/kind`, { from: nextAddress() })),
+      )
       expect(newcomers.map((a) => a.body)).toEqual(Array(LIMIT - live).fill('admit'))
     }, 60_000)
   }

@@ -65,13 +65,22 @@ async function listen(server: Server, gate: { close(): Promise<void> }, feeds: F
   }
 }
 
-const gateOptions = (store: CountingStore) => ({ mode: 'request' as const, limit: 1, reuseWindow: 0, store, logger: recordingLogger() })
+const gateOptions = (store: CountingStore) => ({
+  mode: 'request' as const,
+  limit: 1,
+  reuseWindow: 0,
+  store,
+  logger: recordingLogger(),
+})
 
 const APPS: Record<string, (store: CountingStore) => Promise<StreamApp>> = {
   fetch: async (store) => {
     const feeds: Feed[] = []
     const gate = fetchAirlock(gateOptions(store))
-    const handler = gate.wrap((request: Request, _env: unknown) => new Response(new URL(request.url).pathname === '/stream' ? webBody(feeds) : 'short'))
+    const handler = gate.wrap(
+      (request: Request, _env: unknown) =>
+        new Response(new URL(request.url).pathname === '/stream' ? webBody(feeds) : 'short'),
+    )
     return listen(createAdaptorServer({ fetch: handler }) as Server, gate, feeds)
   },
   hono: async (store) => {

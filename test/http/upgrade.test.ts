@@ -83,7 +83,14 @@ async function expressApp(store: Store, ttl = 30_000): Promise<Site> {
 
 async function proxyApp(store: Store, ttl = 30_000): Promise<Site> {
   const origin = await nodeOrigin()
-  const proxy = await createProxy({ target: origin.url, mode: 'request', limit: 3, ttl, store, logger: { warn: () => {} } })
+  const proxy = await createProxy({
+    target: origin.url,
+    mode: 'request',
+    limit: 3,
+    ttl,
+    store,
+    logger: { warn: () => {} },
+  })
   await proxy.listen({ port: 0 })
   closers.push(async () => {
     await proxy.close()
@@ -100,7 +107,9 @@ describe.each([
   ['express (express-ws)', expressApp],
   ['airlock proxy', proxyApp],
 ] as const)('%s, request mode', (_label, start) => {
-  it('an open WebSocket holds its slot; three opened and closed leave the site open at once, not after ttl', { timeout: 15_000 }, async () => {
+  it('an open WebSocket holds its slot; three opened and closed leave the site open at once, not after ttl', {
+    timeout: 15_000,
+  }, async () => {
     const store = memoryStore()
     const { host } = await start(store)
     const sockets = await Promise.all([1, 2, 3].map(() => open(`ws://${host}/ws`)))
@@ -112,7 +121,9 @@ describe.each([
     expect((await fetch(`http://${host}/`)).status).toBe(200)
   })
 
-  it('open sockets never outnumber the limit over 5 x ttl: each keeps its slot alive while open (issue 38)', { timeout: 30_000 }, async () => {
+  it('open sockets never outnumber the limit over 5 x ttl: each keeps its slot alive while open (issue 38)', {
+    timeout: 30_000,
+  }, async () => {
     const store = memoryStore()
     const ttl = 1_000
     const site = await start(store, ttl)
@@ -125,15 +136,24 @@ describe.each([
       await sleep(100)
       most = Math.max(most, site.openSockets())
       // express-ws opens the socket before the app runs: a refused one is closed right after.
-      for (const ws of opened.splice(0)) if (ws.readyState === WebSocket.OPEN) opened.push(ws)
-      else ws.terminate()
+      for (const ws of opened.splice(0))
+        if (ws.readyState === WebSocket.OPEN) opened.push(ws)
+        else ws.terminate()
       await sleep(ttl * 1.25 - 100)
     }
     most = Math.max(most, site.openSockets())
     expect(opened.length, 'sockets opened through the gate').toBe(3)
     expect(most, 'open at the site at once').toBeLessThanOrEqual(3)
     // The first three are still open and answer: their slots were kept, not lost.
-    const echoes = await Promise.all(opened.map((ws) => new Promise<string>((ok) => { ws.once('message', (d) => ok(String(d))); ws.send('still here') })))
+    const echoes = await Promise.all(
+      opened.map(
+        (ws) =>
+          new Promise<string>((ok) => {
+            ws.once('message', (d) => ok(String(d)))
+            ws.send('still here')
+          }),
+      ),
+    )
     expect(echoes).toEqual(['still here', 'still here', 'still here'])
     expect(await held(store)).toBe(3)
     await closeAll(opened)

@@ -15,7 +15,18 @@ import type { VisitorLanguage } from '../../src/pages/language.js'
 import { requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
 import { sleep, until } from '../helpers/wait.js'
-import { Browser, getAndHead, hit, nextAddress, SECRET, startApp, useApps, type AdapterName, type AppSetup, type TestApp } from './harness.js'
+import {
+  Browser,
+  getAndHead,
+  hit,
+  nextAddress,
+  SECRET,
+  startApp,
+  useApps,
+  type AdapterName,
+  type AppSetup,
+  type TestApp,
+} from './harness.js'
 
 const JSON_ACCEPT = { accept: 'application/json' }
 
@@ -35,7 +46,11 @@ function ticketOf(visitor: Browser): string | undefined {
   return visitor.jar.get('airlock_ticket')
 }
 
-function forgeTicket(fields: { gate?: string; visitorId: string; issuedAt?: number }, secret = SECRET, context = TICKET_CONTEXT): string {
+function forgeTicket(
+  fields: { gate?: string; visitorId: string; issuedAt?: number },
+  secret = SECRET,
+  context = TICKET_CONTEXT,
+): string {
   return encodeTicket(createSigner({ secrets: secret, context }), {
     gate: fields.gate ?? 'default',
     visitorId: fields.visitorId,
@@ -45,7 +60,8 @@ function forgeTicket(fields: { gate?: string; visitorId: string; issuedAt?: numb
 
 export function waitingRoomBehaviour(adapter: AdapterName): void {
   const startGate = useApps(adapter)
-  const start = (gate: AppSetup['gate']): Promise<TestApp> => startGate({ gate: { store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...gate } })
+  const start = (gate: AppSetup['gate']): Promise<TestApp> =>
+    startGate({ gate: { store: memoryStore(), secret: SECRET, logger: recordingLogger(), ...gate } })
 
   /** An app with limit 1 whose slot is held by the returned visitor. */
   const full = async (gate: AppSetup['gate'] = {}): Promise<{ app: TestApp; holder: Browser }> => {
@@ -56,10 +72,12 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
   }
 
   describe(`${adapter}: pages in the visitor's language`, () => {
-    it("Accept-Language: de gives German busy and waiting pages (lang, Content-Language, Vary); ar is right to left; xx is English", async () => {
+    it('Accept-Language: de gives German busy and waiting pages (lang, Content-Language, Vary); ar is right to left; xx is English', async () => {
       const busyApp = await start({ limit: 1 })
       expect((await new Browser(busyApp.url).get('/kind')).body).toBe('admit')
-      const busy = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'de-AT,de;q=0.9,en;q=0.5' } })
+      const busy = await new Browser(busyApp.url).get('/', {
+        headers: { 'accept-language': 'de-AT,de;q=0.9,en;q=0.5' },
+      })
       expect(busy.status).toBe(503)
       expect(busy.body).toMatch(/^<!doctype html><html lang="de" dir="ltr">/)
       expect(busy.body).toContain('<h1>Gerade ist sehr viel los</h1>')
@@ -93,16 +111,25 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app } = await full({ messages: { de: { inLine: 'Bitte anstellen' } } })
       const r = await new Browser(app.url).get('/', { headers: { 'accept-language': 'de' } })
       expect(r.body).toContain('<h1>Bitte anstellen</h1>')
-      await expect(start({ messages: { de: { inLinee: 'x' } } as never })).rejects.toThrow(/messages\.de has no option 'inLinee'/)
+      await expect(start({ messages: { de: { inLinee: 'x' } } as never })).rejects.toThrow(
+        /messages\.de has no option 'inLinee'/,
+      )
     })
 
     it('custom busyPage and queue.page are told the language (tag, dir, number, eta, words); the answer says it (Content-Language, Vary)', async () => {
       const page = ({ language: l }: { language: VisitorLanguage }, what: string): string =>
         `<html lang="${l.tag}" dir="${l.dir}">${what} ${l.number(12345)} / ${l.eta(180)} / ${l.html('tryNow')}</html>`
-      const busyApp = await start({ limit: 1, messages: { 'pt-BR': { tryNow: 'Tentar agora' } }, busyPage: (c) => page(c, `busy ${c.retryAfter}`) })
+      const busyApp = await start({
+        limit: 1,
+        messages: { 'pt-BR': { tryNow: 'Tentar agora' } },
+        busyPage: (c) => page(c, `busy ${c.retryAfter}`),
+      })
       expect((await new Browser(busyApp.url).get('/kind')).body).toBe('admit')
       const busy = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'de-AT,de;q=0.9' } })
-      expect([busy.status, busy.body]).toEqual([503, '<html lang="de" dir="ltr">busy 5 12.345 / etwa 3 Minuten / Jetzt erneut versuchen</html>'])
+      expect([busy.status, busy.body]).toEqual([
+        503,
+        '<html lang="de" dir="ltr">busy 5 12.345 / etwa 3 Minuten / Jetzt erneut versuchen</html>',
+      ])
       expect(busy.headers.get('content-language')).toBe('de')
       expect(busy.headers.get('vary')).toBe('Accept, Accept-Language')
       const brazil = await new Browser(busyApp.url).get('/', { headers: { 'accept-language': 'pt-BR' } })
@@ -114,7 +141,9 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const arabic = await new Browser(app.url).get('/', { headers: { 'accept-language': 'ar' } })
       expect(arabic.status).toBe(202)
       const ar = new Intl.NumberFormat('ar', { maximumFractionDigits: 0 })
-      expect(arabic.body.startsWith(`<html lang="ar" dir="rtl">place ${ar.format(1)} ${ar.format(12345)} / `)).toBe(true)
+      expect(arabic.body.startsWith(`<html lang="ar" dir="rtl">place ${ar.format(1)} ${ar.format(12345)} / `)).toBe(
+        true,
+      )
       expect(arabic.headers.get('content-language')).toBe('ar')
       expect(arabic.headers.get('vary')).toBe('Accept, Accept-Language')
     })
@@ -139,7 +168,9 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(csp).toContain(waitingPageHashes.style)
       expect(csp).toContain("connect-src 'self'")
       const ticket = r.cookies.find((c) => c.startsWith('airlock_ticket='))!
-      expect(ticket).toMatch(/^airlock_ticket=t1~default~[A-Za-z0-9_-]{22}~[0-9a-z]+~[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax$/)
+      expect(ticket).toMatch(
+        /^airlock_ticket=t1~default~[A-Za-z0-9_-]{22}~[0-9a-z]+~[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax$/,
+      )
       expect(app.stats.runs).toBe(runs)
       const head = await visitor.get('/', { method: 'HEAD' })
       expect([head.status, head.body]).toEqual([202, ''])
@@ -161,7 +192,10 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app } = await full()
       const a = new Browser(app.url)
       const b = new Browser(app.url)
-      expect(await place(a)).toMatchObject({ status: 202, body: { status: 'queued', position: 1, eta: null, waiting: 1 } })
+      expect(await place(a)).toMatchObject({
+        status: 202,
+        body: { status: 'queued', position: 1, eta: null, waiting: 1 },
+      })
       expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: 2, waiting: 2 } })
       const ticket = ticketOf(a)
       for (let i = 0; i < 3; i++) {
@@ -171,7 +205,7 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       }
       expect(ticketOf(a)).toBe(ticket)
       expect(app.stats.runs).toBe(0) // `/` never ran for a queued visitor
-      expect((await place(a, "/")).status).toBe(202)
+      expect((await place(a, '/')).status).toBe(202)
       expect(app.stats.runs).toBe(0)
     })
 
@@ -181,7 +215,8 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const b = new Browser(app.url)
       expect(await place(a)).toMatchObject({ body: { position: 1 } })
       expect(await place(b)).toMatchObject({ body: { position: 2 } })
-      const leave = (v: Browser, headers: Record<string, string>) => v.get('/kind?__airlock=leave', { method: 'POST', headers: { ...JSON_ACCEPT, ...headers } })
+      const leave = (v: Browser, headers: Record<string, string>) =>
+        v.get('/kind?__airlock=leave', { method: 'POST', headers: { ...JSON_ACCEPT, ...headers } })
       const forged = await leave(a, { origin: 'http://evil.example' })
       expect(forged.status).toBe(403)
       expect((await leave(a, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
@@ -193,7 +228,9 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       expect(await place(b)).toMatchObject({ status: 202, body: { position: 1, waiting: 1 } })
       expect(app.stats.runs).toBe(0)
       // A poll sent before the leave, arriving after it (with the ticket the browser still had): no new place.
-      const late = await a.get('/kind', { headers: { ...JSON_ACCEPT, 'x-airlock-poll': '1', cookie: `airlock_ticket=${ticket}` } })
+      const late = await a.get('/kind', {
+        headers: { ...JSON_ACCEPT, 'x-airlock-poll': '1', cookie: `airlock_ticket=${ticket}` },
+      })
       expect([late.status, late.body]).toEqual([200, '{"status":"left"}'])
       expect(await place(b)).toMatchObject({ status: 202, body: { position: 1, waiting: 1 } })
       expect(app.stats.runs).toBe(0)
@@ -259,13 +296,17 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       await holder.get('/logout', { method: 'POST' })
       // Only `stays` and `last` keep polling; the head's reserved slot passes to `stays` once skipped.
       let admittedAt = 0
-      await until(async () => {
-        const l = await place(last)
-        expect(l.status).toBe(202)
-        const s = await place(stays)
-        if (s.status === 200) admittedAt = Date.now()
-        return s.status === 200
-      }, 8000, 100)
+      await until(
+        async () => {
+          const l = await place(last)
+          expect(l.status).toBe(202)
+          const s = await place(stays)
+          if (s.status === 200) admittedAt = Date.now()
+          return s.status === 200
+        },
+        8000,
+        100,
+      )
       expect(admittedAt).toBeGreaterThan(0)
       await until(async () => ((await place(last)).body as { position: number }).position === 1, 8000, 100)
       // The walkers-away come back to a fresh place at the back.
@@ -292,7 +333,9 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app, holder } = await full({ queue: { pollInterval: 200, confirmTimeout: 3_000 } })
       const t0 = Date.now()
       for (let i = 0; i < 20; i++) {
-        const batch = await Promise.all(Array.from({ length: 10 }, () => hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })))
+        const batch = await Promise.all(
+          Array.from({ length: 10 }, () => hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })),
+        )
         expect(batch.map((r) => r.status)).toEqual(new Array(10).fill(202)) // each takes a new place, and never comes back
       }
       const browser = new Browser(app.url)
@@ -301,12 +344,16 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       // The places nobody came back to lapse 3 s after they were taken (not after idleTimeout, 30 s),
       // and the freed slot with them; the browser, polling, keeps its place and gets in.
       let admitted = false
-      await until(async () => {
-        const r = await place(browser)
-        admitted = r.status === 200
-        if (!admitted) expect(r.status).toBe(202)
-        return admitted
-      }, 9_000, 100)
+      await until(
+        async () => {
+          const r = await place(browser)
+          admitted = r.status === 200
+          if (!admitted) expect(r.status).toBe(202)
+          return admitted
+        },
+        9_000,
+        100,
+      )
       expect(Date.now() - t0).toBeLessThan(9_000)
     })
 
@@ -347,14 +394,33 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const { app } = await full({ queue: { maxLength: 1 } })
       const problem = { accept: 'application/problem+json' }
       const queued = await hit(`${app.url}/`, { headers: problem, from: nextAddress() })
-      expect([queued.status, queued.headers.get('content-type'), queued.headers.get('retry-after')]).toEqual([202, 'application/problem+json; charset=utf-8', '2'])
-      expect(JSON.parse(queued.body)).toMatchObject({ type: 'tag:airlock-shield,2026:queued', title: 'In line', status: 202, position: 1, waiting: 1, retryAfter: 2 })
+      expect([queued.status, queued.headers.get('content-type'), queued.headers.get('retry-after')]).toEqual([
+        202,
+        'application/problem+json; charset=utf-8',
+        '2',
+      ])
+      expect(JSON.parse(queued.body)).toMatchObject({
+        type: 'tag:airlock-shield,2026:queued',
+        title: 'In line',
+        status: 202,
+        position: 1,
+        waiting: 1,
+        retryAfter: 2,
+      })
       const busy = await hit(`${app.url}/`, { headers: problem, from: nextAddress() })
-      expect([busy.status, busy.headers.get('content-type'), busy.headers.get('retry-after')]).toEqual([503, 'application/problem+json; charset=utf-8', '5'])
+      expect([busy.status, busy.headers.get('content-type'), busy.headers.get('retry-after')]).toEqual([
+        503,
+        'application/problem+json; charset=utf-8',
+        '5',
+      ])
       expect(JSON.parse(busy.body)).toMatchObject({ type: 'tag:airlock-shield,2026:busy', status: 503, retryAfter: 5 })
       expect(JSON.parse(busy.body).detail).toMatch(/Try again in 5 s/)
       // A plain JSON client keeps the plain JSON.
-      expect(JSON.parse((await hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })).body)).toEqual({ status: 'busy', reason: 'full', retryAfter: 5 })
+      expect(JSON.parse((await hit(`${app.url}/`, { headers: JSON_ACCEPT, from: nextAddress() })).body)).toEqual({
+        status: 'busy',
+        reason: 'full',
+        retryAfter: 5,
+      })
     })
 
     it('answers busy (503) once the line is at maxLength', async () => {
@@ -373,7 +439,10 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
       const a = new Browser(app.url)
       const b = new Browser(app.url)
       await place(a)
-      expect(await place(b)).toMatchObject({ status: 202, body: { status: 'queued', position: null, eta: null, waiting: 2 } })
+      expect(await place(b)).toMatchObject({
+        status: 202,
+        body: { status: 'queued', position: null, eta: null, waiting: 2 },
+      })
       const page = await new Browser(app.url).get('/')
       expect(page.status).toBe(202)
       expect(page.body).toContain('People waiting: <b id="w">3</b>.')
@@ -404,7 +473,9 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
     it('serves a custom waiting page, with the place and the nonce', async () => {
       const { app } = await full({
         nonce: () => 'n0nce',
-        queue: { page: ({ position, waiting, eta, nonce }) => `<p nonce="${nonce}">#${position} of ${waiting}, eta ${eta}</p>` },
+        queue: {
+          page: ({ position, waiting, eta, nonce }) => `<p nonce="${nonce}">#${position} of ${waiting}, eta ${eta}</p>`,
+        },
       })
       const r = await new Browser(app.url).get('/')
       expect([r.status, r.body]).toEqual([202, '<p nonce="n0nce">#1 of 1, eta null</p>'])
@@ -421,7 +492,10 @@ export function waitingRoomBehaviour(adapter: AdapterName): void {
         [{ queue: 'yes' }, /queue must be true or an object/],
         [{ queue: { page: '<p>' } }, /queue\.page must be a function/],
         [{ queue: { confirmTimeout: 1000 } }, /queue\.confirmTimeout must be above 1\.25x pollInterval \(2000\)/],
-        [{ queue: { confirmTimeout: 40_000 } }, /queue\.confirmTimeout must be at most queue\.idleTimeout \(30000\), got 40000/],
+        [
+          { queue: { confirmTimeout: 40_000 } },
+          /queue\.confirmTimeout must be at most queue\.idleTimeout \(30000\), got 40000/,
+        ],
       ]
       for (const [options, message] of bad) {
         let error: unknown
@@ -455,9 +529,13 @@ export function redisWaitingRoomBehaviour(adapter: AdapterName): void {
   describe(`${adapter}: waiting room on Redis`, () => {
     it('two instances share one line: a ticket from one keeps its place on the other, and is admitted there', async () => {
       const gate = { limit: 1, secret: SECRET, queue: true, logger: recordingLogger() }
-      const a = await startApp(adapter, { gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) } })
+      const a = await startApp(adapter, {
+        gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) },
+      })
       apps.push(a)
-      const b = await startApp(adapter, { gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) } })
+      const b = await startApp(adapter, {
+        gate: { ...gate, store: redisStore({ client: redis.client(), prefix: `w${adapter}` }) },
+      })
       apps.push(b)
       const holder = new Browser(a.url)
       expect((await holder.get('/kind')).body).toBe('admit')

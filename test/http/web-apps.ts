@@ -106,7 +106,8 @@ function fetchApp(setup: AppSetup, kit: Kit): { server: Server; gates: FetchAirl
         stats.leave()
         return text('open')
       }
-      if (checkout !== undefined && (path === '/checkout' || path.startsWith('/checkout/'))) return checkout(request, env)
+      if (checkout !== undefined && (path === '/checkout' || path.startsWith('/checkout/')))
+        return checkout(request, env)
       return gated(request, env)
     },
   }) as Server
@@ -174,7 +175,10 @@ function koaApp(setup: AppSetup, kit: Kit): { server: Server; gates: KoaAirlock[
     }
     if (own !== undefined && (ctx.path === '/checkout' || ctx.path.startsWith('/checkout/'))) {
       return own(ctx, async () => {
-        ctx.body = ctx.method === 'POST' ? `released=${await ctx.state.airlock?.release()}` : `checkout ${ctx.state.airlock?.decision?.kind}`
+        ctx.body =
+          ctx.method === 'POST'
+            ? `released=${await ctx.state.airlock?.release()}`
+            : `checkout ${ctx.state.airlock?.decision?.kind}`
       })
     }
     return next()
@@ -224,6 +228,7 @@ function koaApp(setup: AppSetup, kit: Kit): { server: Server; gates: KoaAirlock[
 
 /** Starts the app of `adapter` on a free loopback port. */
 export async function startWebApp(adapter: WebAdapterName, setup: AppSetup, kit: Kit): Promise<TestApp> {
-  const { server, gates } = adapter === 'fetch' ? fetchApp(setup, kit) : adapter === 'hono' ? honoApp(setup, kit) : koaApp(setup, kit)
+  const { server, gates } =
+    adapter === 'fetch' ? fetchApp(setup, kit) : adapter === 'hono' ? honoApp(setup, kit) : koaApp(setup, kit)
   return { adapter, url: await listen(server), stats: kit.stats, unhang: kit.unhang, close: closer(server, gates, kit) }
 }

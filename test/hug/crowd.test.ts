@@ -26,13 +26,20 @@ describe('airlock hug: schedule, addresses, header, cookies, puzzle', () => {
   it('source addresses: distinct loopback addresses, clear of 127.0.0.x; a local target is told apart', () => {
     const all = new Set(Array.from({ length: 65_000 }, (_, i) => sourceAddress(i)))
     expect(all.size).toBe(65_000)
-    for (const a of all) expect(a).toMatch(/^127\.(1[6-9])\.([2-9]|[1-9]\d|1\d\d|2[0-4]\d|250|251)\.([2-9]|[1-9]\d|1\d\d|2[0-4]\d|250|251)$/)
+    for (const a of all)
+      expect(a).toMatch(
+        /^127\.(1[6-9])\.([2-9]|[1-9]\d|1\d\d|2[0-4]\d|250|251)\.([2-9]|[1-9]\d|1\d\d|2[0-4]\d|250|251)$/,
+      )
     expect(['127.0.0.1', 'localhost', '127.3.4.5'].map(isLoopback)).toEqual([true, true, true])
     expect(['example.com', '10.0.0.1', '[::1]'].map(isLoopback)).toEqual([false, false, false])
   })
 
   it('reads the Airlock header: kind, reason, gate (quoted or not); absent: the origin', () => {
-    expect(readShieldHeader('busy; reason=client-share; gate=shop')).toEqual({ kind: 'busy', reason: 'client-share', gate: 'shop' })
+    expect(readShieldHeader('busy; reason=client-share; gate=shop')).toEqual({
+      kind: 'busy',
+      reason: 'client-share',
+      gate: 'shop',
+    })
     expect(readShieldHeader('queued; gate="9shop"')).toEqual({ kind: 'queued', reason: undefined, gate: '9shop' })
     expect(readShieldHeader(undefined)).toBeUndefined()
     expect(readShieldHeader('')).toBeUndefined()
@@ -72,7 +79,14 @@ describe('airlock hug: schedule, addresses, header, cookies, puzzle', () => {
     t.answer(false, 202, 'queued', undefined)
     const first = t.tick(0)
     expect(first).toMatchObject({ t: 0, inLine: 2, busy: 2, queued: 1, originErrors: 2 })
-    expect(t.crowd).toMatchObject({ requests: 5, busy: 1, busyBy: { full: 1 }, originErrors: 2, originErrorsBy: { '500': 1, '502': 1 }, pages: 1 })
+    expect(t.crowd).toMatchObject({
+      requests: 5,
+      busy: 1,
+      busyBy: { full: 1 },
+      originErrors: 2,
+      originErrorsBy: { '500': 1, '502': 1 },
+      pages: 1,
+    })
     expect(t.flood).toMatchObject({ requests: 1, busy: 1, busyBy: { 'client-share': 1 } })
     expect(t.tick(1)).toMatchObject({ t: 1, inLine: 1, busy: 0 })
   })
@@ -81,10 +95,16 @@ describe('airlock hug: schedule, addresses, header, cookies, puzzle', () => {
 describe('airlock hug: flags', () => {
   it('defaults, the URL first or last, and a remote target gets no source addresses', () => {
     const a = hugOptions(['http://127.0.0.1:3000/', '--visitors', '50'])
-    expect(a).toMatchObject({ report: 'airlock-hug.html', json: false, options: { visitors: 50, over: 10_000, pages: 3, think: 2_000, patience: 60_000, flood: 0, sources: 50 } })
+    expect(a).toMatchObject({
+      report: 'airlock-hug.html',
+      json: false,
+      options: { visitors: 50, over: 10_000, pages: 3, think: 2_000, patience: 60_000, flood: 0, sources: 50 },
+    })
     const b = hugOptions(['--rate', '20', '--duration', '5s', '--report', 'none', 'http://example.com/'])
     expect(b).toMatchObject({ report: undefined, options: { rate: 20, duration: 5_000, sources: 0 } })
-    expect(() => hugOptions(['http://127.0.0.1/', '--rate', '5', '--visitors', '3'])).toThrow('--rate runs for --duration: give it without --visitors, --over and --ramp')
+    expect(() => hugOptions(['http://127.0.0.1/', '--rate', '5', '--visitors', '3'])).toThrow(
+      '--rate runs for --duration: give it without --visitors, --over and --ramp',
+    )
     expect(() => hugOptions(['ftp://x/'])).toThrow("the URL must be http:// or https://, got 'ftp://x/'")
     expect(() => hugOptions(['http://127.0.0.1/', '--think', '2'])).toThrow('--think is in milliseconds without a unit')
   })

@@ -90,7 +90,10 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
           json: { name, timeout: 5 },
         })
         expect(r.status).toBe(201)
-        const bad = await svc.call('GET', `/resource/${name}`, { key: null, headers: { authorization: 'Bearer nope-nope-nope-nope' } })
+        const bad = await svc.call('GET', `/resource/${name}`, {
+          key: null,
+          headers: { authorization: 'Bearer nope-nope-nope-nope' },
+        })
         expect(bad.status).toBe(401)
       })
     })
@@ -106,7 +109,10 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         expect(again.body).toEqual({ name, timeout: 120 })
         expect((await svc.call('GET', `/resource/${name}`, { key: KEYS.read })).body).toEqual({ name, timeout: 120 })
         const defaulted = uniqueName('default')
-        expect((await svc.call('POST', '/resource', { json: { name: defaulted } })).body).toEqual({ name: defaulted, timeout: 60 })
+        expect((await svc.call('POST', '/resource', { json: { name: defaulted } })).body).toEqual({
+          name: defaulted,
+          timeout: 60,
+        })
       })
 
       it.each([
@@ -125,7 +131,11 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
       })
 
       it('bad JSON → 400 with a message, whatever the content type', async () => {
-        const contentTypes: Record<string, string>[] = [{ 'content-type': 'application/json' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}]
+        const contentTypes: Record<string, string>[] = [
+          { 'content-type': 'application/json' },
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          {},
+        ]
         for (const headers of contentTypes) {
           const r = await svc.call('POST', '/resource', { raw: '{"name": "x",', headers })
           expect(r.status).toBe(400)
@@ -137,7 +147,10 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         'JSON sent as %s (curl -d, fetch defaults) is read as JSON',
         async (type) => {
           const name = uniqueName('curl')
-          const r = await svc.call('POST', '/resource', { raw: JSON.stringify({ name, timeout: 7 }), headers: { 'content-type': type } })
+          const r = await svc.call('POST', '/resource', {
+            raw: JSON.stringify({ name, timeout: 7 }),
+            headers: { 'content-type': type },
+          })
           expect(r.status).toBe(201)
           expect(r.body).toEqual({ name, timeout: 7 })
         },
@@ -250,7 +263,9 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         expect((await svc.call('GET', `/resource/${name}/inventory?lock=0`)).body).toEqual(['inv'])
         expect((await svc.call('GET', `/resource/${name}/prices?lock=0`)).body).toEqual(['prices'])
         // A ticket of one selector is nothing on another.
-        expect((await svc.call('PUT', `/resource/${name}/prices`, { ticket: inv.headers.get('x-ticket')!, json: 0 })).status).toBe(409)
+        expect(
+          (await svc.call('PUT', `/resource/${name}/prices`, { ticket: inv.headers.get('x-ticket')!, json: 0 })).status,
+        ).toBe(409)
       })
 
       it('resources whose names and selectors contain ":" do not share locks', async () => {
@@ -274,7 +289,10 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         const [tb, tc, td] = [b, c, d].map((r) => r.headers.get('x-ticket')!)
         // Places are taken in the order the tickets are presented.
         for (const [i, t] of [tb, tc, td].entries()) {
-          expect((await svc.call('GET', path, { ticket: t })).body).toMatchObject({ unavailable: true, position: i + 1 })
+          expect((await svc.call('GET', path, { ticket: t })).body).toMatchObject({
+            unavailable: true,
+            position: i + 1,
+          })
         }
         // B gives up: it held nothing, so the answer is 409 (A holds the lock), and B leaves the line.
         expect((await svc.call('POST', `${path}/unlock`, { ticket: tb })).status).toBe(409)
@@ -347,7 +365,11 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         const noBody = await svc.call('PUT', path, { ticket })
         expect(noBody.status).toBe(400)
         expect((noBody.body as { message: string }).message).toMatch(/JSON body/)
-        const badJson = await svc.call('PUT', path, { ticket, raw: '{oops', headers: { 'content-type': 'application/json' } })
+        const badJson = await svc.call('PUT', path, {
+          ticket,
+          raw: '{oops',
+          headers: { 'content-type': 'application/json' },
+        })
         expect(badJson.status).toBe(400)
         expect((badJson.body as { message: string }).message).toMatch(/JSON/)
       })
@@ -378,7 +400,9 @@ export function lockServerBehaviour(label: string, makeStore: () => Promise<Stor
         const ticket = (await small.call('GET', `/resource/${name}/s`)).headers.get('x-ticket')!
         const r = await small.call('PUT', `/resource/${name}/s`, { ticket, json: { blob: 'x'.repeat(2_000) } })
         expect(r.status).toBe(413)
-        expect((await small.call('PUT', `/resource/${name}/s`, { ticket, json: { blob: 'x'.repeat(900) } })).status).toBe(204)
+        expect(
+          (await small.call('PUT', `/resource/${name}/s`, { ticket, json: { blob: 'x'.repeat(900) } })).status,
+        ).toBe(204)
       })
 
       it('a line at queue.maxLength answers 503', async () => {

@@ -11,7 +11,13 @@ import { memoryStore } from '../../src/stores/memory.js'
 import type { Redis } from 'ioredis'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import type { Store } from '../../src/stores/types.js'
-import { lockSemaphore, memoryResources, redisResources, type ResourceStorage, type WriteLock } from '../../src/stores/resources.js'
+import {
+  lockSemaphore,
+  memoryResources,
+  redisResources,
+  type ResourceStorage,
+  type WriteLock,
+} from '../../src/stores/resources.js'
 import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../helpers/redis.js'
 import { KEYS, sleep, startService, uniqueName, type Service } from './harness.js'
 
@@ -40,7 +46,11 @@ interface Target {
 
 let redis: PrivateRedis | undefined
 const targets: Target[] = [
-  { label: 'memory', store: () => memoryStore(), resources: (s) => memoryResources(s as ReturnType<typeof memoryStore>) },
+  {
+    label: 'memory',
+    store: () => memoryStore(),
+    resources: (s) => memoryResources(s as ReturnType<typeof memoryStore>),
+  },
   {
     label: 'redis',
     store: () => redisStore({ client: redis!.client() }),
@@ -165,7 +175,9 @@ for (const target of targets) {
         }
         const clean = await round(false)
         const abused = await round(true)
-        console.log(`lock service on ${target.label}: two honest clients took ${clean} locks in 6 s alone, ${abused} beside a client abandoning a ticket a second`)
+        console.log(
+          `lock service on ${target.label}: two honest clients took ${clean} locks in 6 s alone, ${abused} beside a client abandoning a ticket a second`,
+        )
         expect(clean).toBeGreaterThan(20)
         // Unprotected, abandoned tickets took the honest clients from 423 locks to 4 (the issue behind
         // this); protected, the two rounds differ by a few percent on a quiet machine. The rounds run
@@ -194,13 +206,20 @@ describe('lock service input limits', () => {
     await svc.call('POST', '/resource', { json: { name } })
     const ticket = (await svc.call('GET', `/resource/${name}/s`)).headers.get('x-ticket')!
     const deep = '['.repeat(10_000) + ']'.repeat(10_000)
-    for (const [method, path, extra] of [['PUT', `/resource/${name}/s`, { ticket }], ['POST', '/resource', {}]] as const) {
+    for (const [method, path, extra] of [
+      ['PUT', `/resource/${name}/s`, { ticket }],
+      ['POST', '/resource', {}],
+    ] as const) {
       const r = await svc.call(method, path, { ...extra, raw: deep, headers: { 'content-type': 'application/json' } })
       expect(r.status).toBe(400)
       expect((r.body as { message: string }).message).toBe('the JSON body is nested deeper than 64 levels')
     }
     // 64 levels are fine.
-    const ok = await svc.call('PUT', `/resource/${name}/s`, { ticket, raw: '['.repeat(64) + ']'.repeat(64), headers: { 'content-type': 'application/json' } })
+    const ok = await svc.call('PUT', `/resource/${name}/s`, {
+      ticket,
+      raw: '['.repeat(64) + ']'.repeat(64),
+      headers: { 'content-type': 'application/json' },
+    })
     expect(ok.status).toBe(204)
   })
 
@@ -210,7 +229,9 @@ describe('lock service input limits', () => {
       let data = ''
       const s = connect(Number(u.port), u.hostname, () => {
         // Announce 10 MB but send only the headers: the answer must come without the body.
-        s.write(`POST /resource HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{`)
+        s.write(
+          `POST /resource HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{`,
+        )
       })
       s.setTimeout(5_000, () => reject(new Error('no answer without the body: the server waited for it')))
       s.on('data', (c) => {
@@ -224,9 +245,16 @@ describe('lock service input limits', () => {
     })
     expect(answer).toMatch(/^HTTP\/1\.1 401 /)
     // With a valid key the same body is read and refused for its size.
-    const big = await svc.call('POST', '/resource', { raw: `{"x":"${'a'.repeat(1024 * 1024)}"}`, headers: { 'content-type': 'application/json' } })
+    const big = await svc.call('POST', '/resource', {
+      raw: `{"x":"${'a'.repeat(1024 * 1024)}"}`,
+      headers: { 'content-type': 'application/json' },
+    })
     expect(big.status).toBe(413)
-    const noKey = await svc.call('POST', '/resource', { key: null, raw: '{}', headers: { 'content-type': 'application/json' } })
+    const noKey = await svc.call('POST', '/resource', {
+      key: null,
+      raw: '{}',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(noKey.status).toBe(401)
     expect(noKey.headers.get('www-authenticate')).toMatch(/^Bearer/)
   })
@@ -257,7 +285,12 @@ describe.runIf(redisAvailable)('lock service fences across a Redis restart', () 
       await own.kill()
       await own.start()
       // Every key is gone, the resource too: define it again, as a client would.
-      for (let i = 0; i < 50 && (await svc.call('POST', '/resource', { json: { name: before, timeout: 1 } })).status !== 201; i++) await sleep(100)
+      for (
+        let i = 0;
+        i < 50 && (await svc.call('POST', '/resource', { json: { name: before, timeout: 1 } })).status !== 201;
+        i++
+      )
+        await sleep(100)
       for (let i = 0; i < 3; i++) await lockOnce(before)
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!)
     } finally {

@@ -23,7 +23,10 @@ describe('lock service options', () => {
   })
 
   it('reads keys from AIRLOCK_*_KEY when apiKeys is not given (comma-separated lists)', async () => {
-    const env = { AIRLOCK_WRITE_KEY: 'env-write-key-0123456789, env-write-key-rotated-0123', AIRLOCK_READ_KEY: 'env-read-key-0123456789' }
+    const env = {
+      AIRLOCK_WRITE_KEY: 'env-write-key-0123456789, env-write-key-rotated-0123',
+      AIRLOCK_READ_KEY: 'env-read-key-0123456789',
+    }
     const saved = { ...process.env }
     Object.assign(process.env, env)
     try {
@@ -42,9 +45,15 @@ describe('lock service options', () => {
   })
 
   it.each([
-    [{ apiKeys: undefined }, /needs at least one API key: pass apiKeys: \{ read, readLock, write \} or set AIRLOCK_WRITE_KEY/],
+    [
+      { apiKeys: undefined },
+      /needs at least one API key: pass apiKeys: \{ read, readLock, write \} or set AIRLOCK_WRITE_KEY/,
+    ],
     [{ apiKeys: {} }, /apiKeys must hold at least one key/],
-    [{ apiKeys: { write: 'short' } }, /apiKeys.write keys must be 16 to 256 visible ASCII characters .* got a string of 5 characters/],
+    [
+      { apiKeys: { write: 'short' } },
+      /apiKeys.write keys must be 16 to 256 visible ASCII characters .* got a string of 5 characters/,
+    ],
     [{ apiKeys: { write: ['ok-ok-ok-ok-ok-ok-ok', 'has a space in it!!'] } }, /apiKeys.write keys must be/],
     [{ apiKeys: { wrte: KEYS.write } }, /apiKeys has no option 'wrte'/],
     [{ apiKeys: KEYS, bodyLimit: 0 }, /bodyLimit must be a positive integer, got 0/],
@@ -79,7 +88,7 @@ describe('lock service options', () => {
     expect((await c.call('GET', `/resource/${name}`)).status).toBe(404)
   })
 
-  it('logger options reach Fastify\'s logger; keys never reach the log', async () => {
+  it("logger options reach Fastify's logger; keys never reach the log", async () => {
     const lines: string[] = []
     const stream = { write: (line: string) => void lines.push(line) }
     const svc = await startService({ store: memoryStore(), logger: { level: 'info', stream } })

@@ -19,15 +19,35 @@ import { redisAvailable, requireRedis, startRedis, type PrivateRedis } from '../
 import { KEYS, startService, uniqueName, type Service } from './harness.js'
 
 requireRedis()
-const php = spawnSync('php', ['-r', 'require "/usr/share/php/Symfony/Component/HttpClient/autoload.php"; echo extension_loaded("curl") ? "ok" : "no curl";'], { encoding: 'utf8' })
+const php = spawnSync(
+  'php',
+  [
+    '-r',
+    'require "/usr/share/php/Symfony/Component/HttpClient/autoload.php"; echo extension_loaded("curl") ? "ok" : "no curl";',
+  ],
+  { encoding: 'utf8' },
+)
 const phpReady = php.status === 0 && php.stdout === 'ok'
 if (!phpReady && process.env.CI) {
-  throw new Error(`CI=true but php-cli with curl and Symfony's HttpClient is missing (${php.stderr || php.stdout}): apt-get install php-cli php-curl php-symfony-http-client`)
+  throw new Error(
+    `CI=true but php-cli with curl and Symfony's HttpClient is missing (${php.stderr || php.stdout}): apt-get install php-cli php-curl php-symfony-http-client`,
+  )
 }
 const realClient = process.env.SRS_CLIENT_DIR
 const script = (name: string) => fileURLToPath(new URL(`./php/${name}`, import.meta.url))
 
-const QUICK_START = { aLocked: true, aData: null, bLocked: false, bWaited: true, aWrote: true, aUnlocked: true, bData: { qty: 5 }, bUnlocked: true, cLocked: true, cUnlocked: true }
+const QUICK_START = {
+  aLocked: true,
+  aData: null,
+  bLocked: false,
+  bWaited: true,
+  aWrote: true,
+  aUnlocked: true,
+  bData: { qty: 5 },
+  bUnlocked: true,
+  cLocked: true,
+  cUnlocked: true,
+}
 
 describe.skipIf(!phpReady)('a PHP client of the lock service', () => {
   let redis: PrivateRedis | undefined
@@ -43,7 +63,10 @@ describe.skipIf(!phpReady)('a PHP client of the lock service', () => {
   })
 
   const run = async (file: string, svc: Service, name: string) => {
-    const { stdout } = await promisify(execFile)('php', [script(file), svc.url, KEYS.write, name], { timeout: 30_000, env: { ...process.env } })
+    const { stdout } = await promisify(execFile)('php', [script(file), svc.url, KEYS.write, name], {
+      timeout: 30_000,
+      env: { ...process.env },
+    })
     return JSON.parse(stdout.trim())
   }
 
@@ -61,13 +84,17 @@ describe.skipIf(!phpReady)('a PHP client of the lock service', () => {
     }, 60_000)
   }
 
-  it.skipIf(!realClient)('runs the real Small Resource Server client (SRS_CLIENT_DIR) through its quick start, unchanged', async () => {
-    const store = memoryStore()
-    const svc = await startService({ store, dataFormat: undefined })
-    try {
-      expect(await run('real-client.php', svc, uniqueName('php-real'))).toEqual(QUICK_START)
-    } finally {
-      await svc.close()
-    }
-  }, 60_000)
+  it.skipIf(!realClient)(
+    'runs the real Small Resource Server client (SRS_CLIENT_DIR) through its quick start, unchanged',
+    async () => {
+      const store = memoryStore()
+      const svc = await startService({ store, dataFormat: undefined })
+      try {
+        expect(await run('real-client.php', svc, uniqueName('php-real'))).toEqual(QUICK_START)
+      } finally {
+        await svc.close()
+      }
+    },
+    60_000,
+  )
 })

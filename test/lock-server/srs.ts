@@ -80,7 +80,9 @@ export function srsExchange(label: string, makeStore: () => Promise<StoreSetup>)
       const raw = await svc.call('GET', `${at}?lock=0&format=raw`, { headers, key: KEYS.read })
       expect(raw.body).toEqual({ qty: 5 })
       const dLock = await svc.call('GET', `${at}?lock=1`, { key: KEYS.readLock })
-      expect((await svc.call('POST', `${at}/unlock`, { key: KEYS.readLock, ticket: dLock.headers.get('x-ticket')! })).status).toBe(200)
+      expect(
+        (await svc.call('POST', `${at}/unlock`, { key: KEYS.readLock, ticket: dLock.headers.get('x-ticket')! })).status,
+      ).toBe(200)
     })
 
     it('sends the ticket header as X-Ticket on the wire, and reads it in any case', async () => {

@@ -1,12 +1,26 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { BUSY_PAGE_CSP, BUSY_PAGE_SCRIPT, BUSY_PAGE_STYLE, busyJson, busyPageHashes, escapeHtml, renderBusyPage } from '../../src/pages/busy.js'
+import {
+  BUSY_PAGE_CSP,
+  BUSY_PAGE_SCRIPT,
+  BUSY_PAGE_STYLE,
+  busyJson,
+  busyPageHashes,
+  escapeHtml,
+  renderBusyPage,
+} from '../../src/pages/busy.js'
 import { BusyAnswers } from '../../src/pages/answers.js'
 
 describe('built-in busy page', () => {
   it("the gate's answers keep the jitter though each page is rendered once: a crowd's refusals show several delays", () => {
     const answers = new BusyAnswers(10, undefined, () => {})
-    const r = { method: 'GET', accept: 'text/html', acceptLanguage: undefined, request: undefined, nonce: () => undefined }
+    const r = {
+      method: 'GET',
+      accept: 'text/html',
+      acceptLanguage: undefined,
+      request: undefined,
+      nonce: () => undefined,
+    }
     const delays = new Set<string>()
     for (let i = 0; i < 200; i++) delays.add(/<b id="s">( *\d+)<\/b>/.exec(answers.busy(r).body)![1]!.trim())
     // 0.5x..1.5x of 10 s: 5 to 15, eleven whole seconds; 200 draws miss one with odds under 1e-7.

@@ -11,8 +11,20 @@ import { renderWaitingPage, WAITING_PAGE_SCRIPT } from '../../src/pages/waiting.
 const en = BUILT_IN_MESSAGES.en!
 const languages = new PageLanguages()
 const nonce = 'a-long-nonce-value-0123456789abcdef0123456789'
-const issued = new Challenges('g'.repeat(64), ['s'.repeat(40)], challengeSettings(true)!).issue('visitor', Date.now(), 17)
-const waiting = { order: 'fifo' as const, position: 1234, waiting: 5678, eta: 150, pollInterval: 2000, keepAliveInterval: 8000, nonce: undefined }
+const issued = new Challenges('g'.repeat(64), ['s'.repeat(40)], challengeSettings(true)!).issue(
+  'visitor',
+  Date.now(),
+  17,
+)
+const waiting = {
+  order: 'fifo' as const,
+  position: 1234,
+  waiting: 5678,
+  eta: 150,
+  pollInterval: 2000,
+  keepAliveInterval: 8000,
+  nonce: undefined,
+}
 
 /** The ERR_AIRLOCK_OPTION message of `fn`, or 'no error'. */
 function optionMessage(fn: () => unknown): string {
@@ -29,7 +41,8 @@ describe('the built-in catalogue', () => {
   it('has at least 12 languages, those asked for among them', () => {
     const tags = Object.keys(BUILT_IN_MESSAGES)
     expect(tags.length).toBeGreaterThanOrEqual(12)
-    for (const tag of ['en', 'de', 'fr', 'es', 'it', 'pt', 'nl', 'pl', 'tr', 'ru', 'uk', 'ar', 'he', 'zh', 'ja']) expect(tags).toContain(tag)
+    for (const tag of ['en', 'de', 'fr', 'es', 'it', 'pt', 'nl', 'pl', 'tr', 'ru', 'uk', 'ar', 'he', 'zh', 'ja'])
+      expect(tags).toContain(tag)
   })
 
   it('every language has every message, non-empty, with the English placeholders', () => {
@@ -58,7 +71,10 @@ describe('pages in every language', () => {
       const dir = tag === 'ar' || tag === 'he' ? 'rtl' : 'ltr'
       expect(l.dir, tag).toBe(dir)
       const busy = renderBusyPage(120, nonce, l)
-      const line = renderWaitingPage({ ...waiting, position: 99_999_999, waiting: 99_999_999, eta: 9_999_999, nonce }, l)
+      const line = renderWaitingPage(
+        { ...waiting, position: 99_999_999, waiting: 99_999_999, eta: 9_999_999, nonce },
+        l,
+      )
       const opening = renderWaitingPage({ ...waiting, position: null, nonce, opensAt: Date.UTC(2030, 0, 1) }, l)
       // The longest gate name's challenge (64 characters), as in test/browser/challenge.test.ts.
       const challenge = renderChallengePage({ ...issued, noscriptDelay: 15_000, nonce: undefined }, l)
@@ -100,7 +116,9 @@ describe('pages in every language', () => {
 
   it('escapes words given in the messages option', () => {
     const custom = new PageLanguages({ de: { busyHeading: '<b>Hochbetrieb</b> & "mehr"' } })
-    expect(renderBusyPage(5, undefined, custom.pick('de'))).toContain('<h1>&#60;b&#62;Hochbetrieb&#60;/b&#62; &#38; &#34;mehr&#34;</h1>')
+    expect(renderBusyPage(5, undefined, custom.pick('de'))).toContain(
+      '<h1>&#60;b&#62;Hochbetrieb&#60;/b&#62; &#38; &#34;mehr&#34;</h1>',
+    )
   })
 })
 
@@ -108,7 +126,11 @@ describe('the messages option', () => {
   it('changes words of a language, adds a regional one inheriting the rest, adds a new one', () => {
     const sv: Messages = { ...en, busyHeading: 'Många besökare just nu' }
     for (const key of MESSAGE_KEYS) if (key !== 'busyHeading') sv[key] = `${en[key]} (sv)`
-    const custom = new PageLanguages({ de: { busyHeading: 'Hochbetrieb' }, 'pt-br': { inLine: 'Você está na fila' }, sv })
+    const custom = new PageLanguages({
+      de: { busyHeading: 'Hochbetrieb' },
+      'pt-br': { inLine: 'Você está na fila' },
+      sv,
+    })
     expect(custom.pick('de').messages.busyHeading).toBe('Hochbetrieb')
     expect(custom.pick('de').messages.busyTitle).toBe(BUILT_IN_MESSAGES.de!.busyTitle)
     const br = custom.pick('pt-BR')
@@ -123,16 +145,28 @@ describe('the messages option', () => {
   it('refuses what it cannot use, naming the language and the key', () => {
     expect(optionMessage(() => new PageLanguages('de'))).toMatch(/^messages must be an object of languages/)
     expect(optionMessage(() => new PageLanguages([]))).toMatch(/^messages must be an object of languages/)
-    expect(optionMessage(() => new PageLanguages({ de_DE: {} }))).toBe("messages: 'de_DE' is not a language tag such as 'de', 'pt-BR' or 'zh-Hant'")
+    expect(optionMessage(() => new PageLanguages({ de_DE: {} }))).toBe(
+      "messages: 'de_DE' is not a language tag such as 'de', 'pt-BR' or 'zh-Hant'",
+    )
     expect(optionMessage(() => new PageLanguages({ german: {} }))).toMatch(/'german' is not a language tag/)
-    expect(optionMessage(() => new PageLanguages({ de: 'Hallo' }))).toMatch(/^messages\.de must be an object of messages/)
-    expect(optionMessage(() => new PageLanguages({ de: { busyTitel: 'x' } }))).toMatch(/^messages\.de has no option 'busyTitel' \(did you mean 'busyTitle'\?\)/)
-    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: '' } }))).toMatch(/^messages\.de\.busyTitle must be a non-empty string/)
-    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: 5 } }))).toMatch(/^messages\.de\.busyTitle must be a non-empty string/)
+    expect(optionMessage(() => new PageLanguages({ de: 'Hallo' }))).toMatch(
+      /^messages\.de must be an object of messages/,
+    )
+    expect(optionMessage(() => new PageLanguages({ de: { busyTitel: 'x' } }))).toMatch(
+      /^messages\.de has no option 'busyTitel' \(did you mean 'busyTitle'\?\)/,
+    )
+    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: '' } }))).toMatch(
+      /^messages\.de\.busyTitle must be a non-empty string/,
+    )
+    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: 5 } }))).toMatch(
+      /^messages\.de\.busyTitle must be a non-empty string/,
+    )
     expect(optionMessage(() => new PageLanguages({ de: { place: 'Platz {position}' } }))).toBe(
       'messages.de.place must contain {position} and {waiting} (each once; the page fills them in), got "Platz {position}"',
     )
-    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: 'Warten {x}' } }))).toMatch(/^messages\.de\.busyTitle must contain no placeholder/)
+    expect(optionMessage(() => new PageLanguages({ de: { busyTitle: 'Warten {x}' } }))).toMatch(
+      /^messages\.de\.busyTitle must contain no placeholder/,
+    )
     expect(optionMessage(() => new PageLanguages({ sv: { busyTitle: 'Vänta lite' } }))).toMatch(
       /^messages\.sv adds a new language, so it needs every message; missing 'busyHeading', 'busyText', /,
     )

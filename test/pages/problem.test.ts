@@ -16,7 +16,12 @@ describe('RFC 9457 problem details for API clients (issue 27)', () => {
   })
 
   it('a malformed Accept that refuses HTML never gets HTML', () => {
-    for (const accept of ['text/html;q=0, */*', 'text/html;q=0;;, application/*', 'text/html;q=0,,,', 'text/html;q=oops, application/json']) {
+    for (const accept of [
+      'text/html;q=0, */*',
+      'text/html;q=0;;, application/*',
+      'text/html;q=0,,,',
+      'text/html;q=oops, application/json',
+    ]) {
       expect(prefersJson(accept), accept).toBe(true)
     }
   })
@@ -30,12 +35,18 @@ describe('RFC 9457 problem details for API clients (issue 27)', () => {
       retryAfter: 5,
       reason: 'full',
     })
-    expect(JSON.parse(busyProblem(5, 'client-share'))).toMatchObject({ type: 'tag:airlock-shield,2026:client-share', status: 503, reason: 'client-share', retryAfter: 5 })
+    expect(JSON.parse(busyProblem(5, 'client-share'))).toMatchObject({
+      type: 'tag:airlock-shield,2026:client-share',
+      status: 503,
+      reason: 'client-share',
+      retryAfter: 5,
+    })
     expect(JSON.parse(queuedProblem(452, 900, 31, 2))).toEqual({
       type: 'tag:airlock-shield,2026:queued',
       title: 'In line',
       status: 202,
-      detail: 'You are in line (place 452 of 900, about 31 s). Ask again in 2 s with the ticket cookie to keep the place.',
+      detail:
+        'You are in line (place 452 of 900, about 31 s). Ask again in 2 s with the ticket cookie to keep the place.',
       retryAfter: 2,
       position: 452,
       waiting: 900,

@@ -12,7 +12,15 @@ import {
   waitingPageHashes,
 } from '../../src/pages/waiting.js'
 
-const base = { order: 'fifo' as const, position: 452, waiting: 900, eta: 31, pollInterval: 2000, keepAliveInterval: 8000, nonce: undefined }
+const base = {
+  order: 'fifo' as const,
+  position: 452,
+  waiting: 900,
+  eta: 31,
+  pollInterval: 2000,
+  keepAliveInterval: 8000,
+  nonce: undefined,
+}
 
 describe('built-in waiting page', () => {
   it('is self-contained and under 4 KB even with a long nonce and a huge line', () => {
@@ -47,7 +55,11 @@ describe('built-in waiting page', () => {
   it('has a no-JS meta refresh of the poll interval plus up to a second', () => {
     const delays = new Set<number>()
     for (let i = 0; i < 100; i++) {
-      delays.add(Number(/<meta http-equiv="refresh" content="(\d+)">/.exec(renderWaitingPage({ ...base, pollInterval: 3000 }))![1]))
+      delays.add(
+        Number(
+          /<meta http-equiv="refresh" content="(\d+)">/.exec(renderWaitingPage({ ...base, pollInterval: 3000 }))![1],
+        ),
+      )
     }
     expect([...delays].sort()).toEqual([3, 4])
   })

@@ -24,7 +24,16 @@ const BOUND: Record<string, number> = { fastify: 320, express: 640, koa: 512, fe
 function ownBytes(framework: string): number {
   const run = spawnSync(
     process.execPath,
-    ['--expose-gc', '--min-semi-space-size=256', '--max-semi-space-size=256', '--import', 'tsx', 'bench/alloc.mts', '--json', framework],
+    [
+      '--expose-gc',
+      '--min-semi-space-size=256',
+      '--max-semi-space-size=256',
+      '--import',
+      'tsx',
+      'bench/alloc.mts',
+      '--json',
+      framework,
+    ],
     { cwd: ROOT, encoding: 'utf8', env: { ...process.env, N: '20000' }, timeout: 110_000 },
   )
   expect(run.status, run.stderr).toBe(0)

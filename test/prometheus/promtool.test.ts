@@ -37,15 +37,30 @@ describe.runIf(redisAvailable && hasPromtool)('promtool check metrics', () => {
 
   it('passes with no lint warning on every metric of gates with every feature on', async () => {
     const redis = own(await startRedis(), (r) => r.stop())
-    const store = own(redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 500 }), (s) => s.close())
+    const store = own(redisStore({ client: redis.client({ maxRetriesPerRequest: 0 }), commandTimeout: 500 }), (s) =>
+      s.close(),
+    )
     const { app } = metricsApp(own)
     const common = { store, secret: SECRET, logger: recordingLogger() }
     // The line (limit 1, fast polls) and the adaptive limit; the door and request mode on their own routes.
-    await app.register(airlockShield, { ...common, name: 'promtool', limit: { min: 1, max: 1 }, queue: { pollInterval: 100 } })
+    await app.register(airlockShield, {
+      ...common,
+      name: 'promtool',
+      limit: { min: 1, max: 1 },
+      queue: { pollInterval: 100 },
+    })
     app.get('/', async () => 'home')
     app.get('/done', async (_req, reply) => reply.header('airlock-command', 'release').send('bye'))
-    app.get('/door', { config: { airlock: { name: 'promtool-door', limit: 1, queue: { challenge: true } } } }, async () => 'door')
-    app.get('/api', { config: { airlock: { name: 'promtool-api', mode: 'request', limit: 5, queue: false } } }, async () => 'api')
+    app.get(
+      '/door',
+      { config: { airlock: { name: 'promtool-door', limit: 1, queue: { challenge: true } } } },
+      async () => 'door',
+    )
+    app.get(
+      '/api',
+      { config: { airlock: { name: 'promtool-api', mode: 'request', limit: 5, queue: false } } },
+      async () => 'api',
+    )
     await app.listen({ port: 0, host: '127.0.0.1' })
     const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
     await airlockControl({ name: 'promtool', store }).set({ admissionRate: 600 }, { by: 'test' })
@@ -64,19 +79,32 @@ describe.runIf(redisAvailable && hasPromtool)('promtool check metrics', () => {
     const queued = await hit(`${url}/`, { headers: json, from: secondFrom })
     expect(queued.status).toBe(202)
     let cookie = keep(second, queued.cookies)
-    expect((await hit(`${url}/done`, { headers: { ...json, cookie: keep(first, []) }, from: firstFrom })).status).toBe(200)
-    await until(async () => {
-      const r = await hit(`${url}/`, { headers: { ...json, cookie, 'x-airlock-poll': '1' }, from: secondFrom })
-      cookie = keep(second, r.cookies)
-      return r.status === 200
-    }, 10_000, 100)
+    expect((await hit(`${url}/done`, { headers: { ...json, cookie: keep(first, []) }, from: firstFrom })).status).toBe(
+      200,
+    )
+    await until(
+      async () => {
+        const r = await hit(`${url}/`, { headers: { ...json, cookie, 'x-airlock-poll': '1' }, from: secondFrom })
+        cookie = keep(second, r.cookies)
+        return r.status === 200
+      },
+      10_000,
+      100,
+    )
     expect((await hit(`${url}/done`, { headers: { ...json, cookie }, from: secondFrom })).status).toBe(200)
     // The door challenges a newcomer; request mode lets requests through.
     expect((await hit(`${url}/door`, { headers: json, from: nextAddress() })).status).not.toBe(200)
     for (let i = 0; i < 3; i++) expect((await hit(`${url}/api`, { from: nextAddress() })).status).toBe(200)
 
     const text = await (await fetch(`${url}/metrics`)).text()
-    for (const metric of ['airlock_queue_wait_seconds_count', 'airlock_visit_seconds_count', 'airlock_released_total', 'airlock_challenges_total', 'airlock_adaptive_limit', 'airlock_admission_rate_limit_per_second']) {
+    for (const metric of [
+      'airlock_queue_wait_seconds_count',
+      'airlock_visit_seconds_count',
+      'airlock_released_total',
+      'airlock_challenges_total',
+      'airlock_adaptive_limit',
+      'airlock_admission_rate_limit_per_second',
+    ]) {
       expect(text).toMatch(new RegExp(`^${metric}\\{`, 'm'))
     }
     const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })

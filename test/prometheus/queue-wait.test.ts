@@ -35,7 +35,8 @@ function histogramQuantile(text: string, metric: string, q: number): { value: nu
   let lower = 0
   let below = 0
   for (const [le, n] of buckets) {
-    if (n >= rank) return { value: le === Infinity ? lower : lower + (le - lower) * ((rank - below) / (n - below)), count }
+    if (n >= rank)
+      return { value: le === Infinity ? lower : lower + (le - lower) * ((rank - below) / (n - below)), count }
     lower = le
     below = n
   }
@@ -62,7 +63,10 @@ async function visitor(url: string): Promise<number | null> {
   let first202: number | null = null
   let header = ''
   for (;;) {
-    const r = await hit(`${url}/`, { headers: { accept: 'application/json', cookie: header, ...(first202 === null ? {} : { 'x-airlock-poll': '1' }) }, from })
+    const r = await hit(`${url}/`, {
+      headers: { accept: 'application/json', cookie: header, ...(first202 === null ? {} : { 'x-airlock-poll': '1' }) },
+      from,
+    })
     header = cookie(r.cookies)
     if (r.status === 200) {
       const waited = first202 === null ? null : performance.now() - first202
@@ -71,7 +75,10 @@ async function visitor(url: string): Promise<number | null> {
       if (done.status !== 200) throw new Error(`the visit ended with ${done.status}`)
       return waited
     }
-    if (r.status !== 202) throw new Error(`a visitor got ${r.status}: ${r.body.slice(0, 300)} after ${first202 === null ? 0 : performance.now() - first202} ms`)
+    if (r.status !== 202)
+      throw new Error(
+        `a visitor got ${r.status}: ${r.body.slice(0, 300)} after ${first202 === null ? 0 : performance.now() - first202} ms`,
+      )
     first202 ??= performance.now()
     // As the waiting page polls (jittered); far back in line, as a hidden tab: seldom (less load on a shared box).
     const position = (JSON.parse(r.body) as { position?: number | null }).position ?? 1
@@ -98,7 +105,15 @@ describe('the wait histogram against the waits visitors measured', () => {
       const { app } = metricsApp(own)
       // What is counted is the line's waits, not the store's budget: on a loaded CI box a Redis call
       // past the default 200 ms would turn a poll into a 503 (store-unavailable) and end the visitor.
-      await app.register(airlockShield, { name: 'wait-bar', limit: 1, store, secret: SECRET, logger: recordingLogger(), storeTimeout: '5s', queue: { pollInterval: POLL } })
+      await app.register(airlockShield, {
+        name: 'wait-bar',
+        limit: 1,
+        store,
+        secret: SECRET,
+        logger: recordingLogger(),
+        storeTimeout: '5s',
+        queue: { pollInterval: POLL },
+      })
       app.get('/', async () => 'home')
       app.get('/done', async (_req, reply) => reply.header('airlock-command', 'release').send('bye'))
       await app.listen({ port: 0, host: '127.0.0.1' })
@@ -121,7 +136,9 @@ describe('the wait histogram against the waits visitors measured', () => {
       const text = await (await fetch(`${url}/metrics`)).text()
       const { value, count } = histogramQuantile(text, 'airlock_queue_wait_seconds', 0.5)
       expect(count).toBe(VISITORS)
-      expect(text).toMatch(new RegExp(`^airlock_queue_events_total\\{gate="wait-bar",event="admit"\\} ${VISITORS}$`, 'm'))
+      expect(text).toMatch(
+        new RegExp(`^airlock_queue_events_total\\{gate="wait-bar",event="admit"\\} ${VISITORS}$`, 'm'),
+      )
       const theirs = median(measured) / 1000
       expect(Math.abs(value - theirs) / theirs).toBeLessThanOrEqual(0.2)
       // gate.status() tells the same waits (exact samples, not buckets).

@@ -61,7 +61,12 @@ echo json_encode(['method' => $_SERVER['REQUEST_METHOD'], 'uri' => $_SERVER['REQ
 `,
   )
   const port = await freePort()
-  return spawned('php', ['-d', 'post_max_size=0', '-d', 'memory_limit=512M', '-S', `127.0.0.1:${port}`, join(dir, 'index.php')], dir, port)
+  return spawned(
+    'php',
+    ['-d', 'post_max_size=0', '-d', 'memory_limit=512M', '-S', `127.0.0.1:${port}`, join(dir, 'index.php')],
+    dir,
+    port,
+  )
 }
 
 /**

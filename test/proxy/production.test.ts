@@ -36,7 +36,9 @@ async function proxy(options: ProxyOptions): Promise<{ base: string; proxy: Airl
 /** Runs curl; resolves its stdout (the body, then the status code on the last line) and stderr. */
 /** curl as one visitor: from a loopback address of its own (the client share counts by address). */
 function curl(args: string[], from = nextAddress()): Promise<{ out: string; err: string; code: number | null }> {
-  const proc = spawn('curl', ['-sS', '--interface', from, '-w', '\n%{http_code}', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn('curl', ['-sS', '--interface', from, '-w', '\n%{http_code}', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -56,7 +58,9 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
   }, 30_000)
   afterAll(async () => php?.stop())
 
-  it("curl's own Expect: 100-continue (1 MiB + 1 byte, 50 MB), a chunked body, a 5-byte Expect POST: 200 and the same MD5 at the origin", { timeout: 60_000 }, async () => {
+  it("curl's own Expect: 100-continue (1 MiB + 1 byte, 50 MB), a chunked body, a 5-byte Expect POST: 200 and the same MD5 at the origin", {
+    timeout: 60_000,
+  }, async () => {
     const { base } = await proxy({ target: php.url, limit: 5 })
     for (const size of [1024 * 1024 + 1, 50 * 1024 * 1024]) {
       const data = Buffer.alloc(size, 0)
@@ -64,7 +68,14 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
       const file = join(dir, `up-${size}`)
       writeFileSync(file, data)
       // curl adds Expect: 100-continue by itself to bodies over 1 MiB (before: 502 in 2 ms).
-      const r = await curl(['-v', '--data-binary', `@${file}`, '-H', 'content-type: application/octet-stream', `${base}/upload`])
+      const r = await curl([
+        '-v',
+        '--data-binary',
+        `@${file}`,
+        '-H',
+        'content-type: application/octet-stream',
+        `${base}/upload`,
+      ])
       expect(r.err).toMatch(/Expect: 100-continue/i)
       expect(status(r.out)).toBe(200)
       expect(JSON.parse(body(r.out))).toEqual({ length: size, md5: md5(data) })
@@ -72,10 +83,26 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
     const chunked = Buffer.from(`${'x'.repeat(300_000)}end`)
     const file = join(dir, 'chunked')
     writeFileSync(file, chunked)
-    const c = await curl(['-H', 'transfer-encoding: chunked', '-H', 'content-type: application/octet-stream', '--data-binary', `@${file}`, `${base}/upload`])
+    const c = await curl([
+      '-H',
+      'transfer-encoding: chunked',
+      '-H',
+      'content-type: application/octet-stream',
+      '--data-binary',
+      `@${file}`,
+      `${base}/upload`,
+    ])
     expect(status(c.out)).toBe(200)
     expect(JSON.parse(body(c.out))).toEqual({ length: chunked.length, md5: md5(chunked) })
-    const small = await curl(['-H', 'expect: 100-continue', '-H', 'content-type: application/octet-stream', '--data-binary', 'hello', `${base}/upload`])
+    const small = await curl([
+      '-H',
+      'expect: 100-continue',
+      '-H',
+      'content-type: application/octet-stream',
+      '--data-binary',
+      'hello',
+      `${base}/upload`,
+    ])
     expect(status(small.out)).toBe(200)
     expect(JSON.parse(body(small.out))).toEqual({ length: 5, md5: md5(Buffer.from('hello')) })
   })
@@ -83,10 +110,18 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
   it('undici as the client: a fixed-length body and a streamed one without a length', async () => {
     const { base } = await proxy({ target: php.url, limit: 5 })
     const data = Buffer.from('y'.repeat(2 * 1024 * 1024))
-    const fixed = await undiciRequest(`${base}/upload`, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' } })
+    const fixed = await undiciRequest(`${base}/upload`, {
+      method: 'POST',
+      body: data,
+      headers: { 'content-type': 'application/octet-stream' },
+    })
     expect(fixed.statusCode).toBe(200)
     expect(await fixed.body.json()).toEqual({ length: data.length, md5: md5(data) })
-    const streamed = await undiciRequest(`${base}/upload`, { method: 'POST', body: Readable.from([data.subarray(0, 1000), data.subarray(1000)]), headers: { 'content-type': 'application/octet-stream' } })
+    const streamed = await undiciRequest(`${base}/upload`, {
+      method: 'POST',
+      body: Readable.from([data.subarray(0, 1000), data.subarray(1000)]),
+      headers: { 'content-type': 'application/octet-stream' },
+    })
     expect(streamed.statusCode).toBe(200)
     expect(await streamed.body.json()).toEqual({ length: data.length, md5: md5(data) })
   })
@@ -96,9 +131,22 @@ describe('uploads reach PHP intact (curl and undici as clients)', () => {
     // Someone inside: a slow upload holds the one slot.
     const slow = new Readable({ read() {} })
     slow.push('a')
-    const holding = undiciRequest(`${base}/upload`, { method: 'POST', body: slow, headers: { 'content-type': 'application/octet-stream' } })
+    const holding = undiciRequest(`${base}/upload`, {
+      method: 'POST',
+      body: slow,
+      headers: { 'content-type': 'application/octet-stream' },
+    })
     await sleep(200)
-    const r = await curl(['-v', '-H', 'expect: 100-continue', '-H', 'accept: application/json', '--data-binary', 'hello', `${base}/upload`])
+    const r = await curl([
+      '-v',
+      '-H',
+      'expect: 100-continue',
+      '-H',
+      'accept: application/json',
+      '--data-binary',
+      'hello',
+      `${base}/upload`,
+    ])
     expect(status(r.out)).toBe(503)
     expect(r.err).not.toMatch(/HTTP\/1\.1 100/)
     slow.push(null)
@@ -116,15 +164,38 @@ describe('headers, both ways', () => {
   it("the origin never sees a client's X-Real-IP or Forwarded, hop-by-hop headers, nor the pass cookie; the client keeps its keep-alive", async () => {
     const { base } = await proxy({ target: php.url, limit: 5 })
     const first = await fetch(`${base}/`)
-    const pass = first.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
+    const pass = first.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('airlock_pass='))!
+      .split(';')[0]!
     // Two requests on one curl connection: the first to /headers (PHP answers it with Connection: close).
     const h = (name: string, value: string): string[] => ['-H', `${name}: ${value}`]
     const from = nextAddress()
-    const run = await curl(['-v', ...h('cookie', `${pass}; theme=dark`), ...h('x-real-ip', '6.6.6.6'), ...h('forwarded', 'for=6.6.6.6'), ...h('x-secret-hop', 'drop me'), ...h('connection', 'keep-alive, x-secret-hop'), ...h('te', 'trailers'), ...h('proxy-authorization', 'Basic eA=='), `${base}/headers`, `${base}/teapot`], from)
+    const run = await curl(
+      [
+        '-v',
+        ...h('cookie', `${pass}; theme=dark`),
+        ...h('x-real-ip', '6.6.6.6'),
+        ...h('forwarded', 'for=6.6.6.6'),
+        ...h('x-secret-hop', 'drop me'),
+        ...h('connection', 'keep-alive, x-secret-hop'),
+        ...h('te', 'trailers'),
+        ...h('proxy-authorization', 'Basic eA=='),
+        `${base}/headers`,
+        `${base}/teapot`,
+      ],
+      from,
+    )
     const json = run.out.slice(run.out.indexOf('{'), run.out.indexOf('\n'))
-    const res = { headers: JSON.parse(json) as Record<string, string>, connection: /< connection: (\S+)/i.exec(run.err)?.[1], reused: /Re-using existing connection/i.test(run.err) }
+    const res = {
+      headers: JSON.parse(json) as Record<string, string>,
+      connection: /< connection: (\S+)/i.exec(run.err)?.[1],
+      reused: /Re-using existing connection/i.test(run.err),
+    }
     expect(res.headers['x-real-ip']).toBe(from)
-    expect(res.headers.forwarded).toMatch(new RegExp(`^for=${from.replaceAll('.', '\\.')};host="127\\.0\\.0\\.1:\\d+";proto=http$`))
+    expect(res.headers.forwarded).toMatch(
+      new RegExp(`^for=${from.replaceAll('.', '\\.')};host="127\\.0\\.0\\.1:\\d+";proto=http$`),
+    )
     expect(res.headers.cookie).toBe('theme=dark')
     for (const h of ['x-secret-hop', 'te', 'proxy-authorization']) expect(res.headers[h]).toBeUndefined()
     // PHP answered `Connection: close`: that was its connection to the proxy, not the client's.
@@ -140,7 +211,10 @@ describe('headers, both ways', () => {
     }
     const keep = (await proxy({ target: php.url, keepPassCookie: true })).base
     const first = await fetch(`${keep}/`)
-    const pass = first.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
+    const pass = first.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('airlock_pass='))!
+      .split(';')[0]!
     expect((await read(keep, { cookie: pass })).cookie).toBe(pass)
     const claims = { 'x-real-ip': '6.6.6.6', forwarded: 'for=6.6.6.6', 'x-forwarded-for': '6.6.6.6' }
     const trusting = await read((await proxy({ target: php.url, trustProxy: ['127.0.0.0/8'] })).base, claims)
@@ -155,17 +229,28 @@ describe('headers, both ways', () => {
   it("the origin's Airlock-Command: release frees the visitor's place at once, clears the pass, and never reaches the client", async () => {
     const { base, proxy: p } = await proxy({ target: php.url, limit: 1, metricsPath: '/metrics' })
     const first = await fetch(`${base}/`)
-    const pass = first.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))!.split(';')[0]!
+    const pass = first.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('airlock_pass='))!
+      .split(';')[0]!
     expect((await fetch(`${base}/`, { headers: { accept: 'application/json' } })).status).toBe(503)
     const released = await fetch(`${base}/release`, { headers: { cookie: pass } })
     expect(await released.text()).toBe('released')
     expect(released.headers.get('airlock-command')).toBeNull()
-    expect(released.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/i)
+    expect(released.headers.getSetCookie().find((c) => c.startsWith('airlock_pass='))).toMatch(
+      /Max-Age=0|Expires=Thu, 01 Jan 1970/i,
+    )
     const t0 = performance.now()
-    await until(async () => (await fetch(`${base}/`, { headers: { accept: 'application/json' } })).status === 200, 2_000, 5)
+    await until(
+      async () => (await fetch(`${base}/`, { headers: { accept: 'application/json' } })).status === 200,
+      2_000,
+      5,
+    )
     expect(performance.now() - t0).toBeLessThan(100)
     expect((await p.gate!.state()).held).toBe(1)
-    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^airlock_released_total\{gate="default",by="origin"\} 1$/m)
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+      /^airlock_released_total\{gate="default",by="origin"\} 1$/m,
+    )
   })
 })
 
@@ -185,7 +270,9 @@ describe('WebSockets and a hanging origin', () => {
       ws.on('error', reject)
     })
 
-  it('request mode: an open WebSocket holds its slot; 100 opened and closed leave no slot held 100 ms after the last close', { timeout: 20_000 }, async () => {
+  it('request mode: an open WebSocket holds its slot; 100 opened and closed leave no slot held 100 ms after the last close', {
+    timeout: 20_000,
+  }, async () => {
     const { base, proxy: p } = await proxy({ target: origin.url, limit: 1, mode: 'request', ttl: 30_000 })
     const ws = await openSocket(`${base.replace('http', 'ws')}/ws`)
     expect((await fetch(`${base}/`, { headers: { accept: 'application/json' } })).status).toBe(503)
@@ -194,7 +281,9 @@ describe('WebSockets and a hanging origin', () => {
     await p.close()
     proxies.length = 0
     const wide = await proxy({ target: origin.url, limit: 100, mode: 'request', ttl: 30_000 })
-    const sockets = await Promise.all(Array.from({ length: 100 }, () => openSocket(`${wide.base.replace('http', 'ws')}/ws`)))
+    const sockets = await Promise.all(
+      Array.from({ length: 100 }, () => openSocket(`${wide.base.replace('http', 'ws')}/ws`)),
+    )
     expect((await wide.proxy.gate!.state()).held).toBe(100)
     await closeAll(sockets)
     await sleep(100)
@@ -214,10 +303,16 @@ describe('WebSockets and a hanging origin', () => {
     expect((await p.gate!.state()).held).toBe(0)
   })
 
-  it('a hanging origin: every request answered 504 within upstreamTimeout + 0.5 s, the slot freed; the 504 page retries by itself', { timeout: 20_000 }, async () => {
+  it('a hanging origin: every request answered 504 within upstreamTimeout + 0.5 s, the slot freed; the 504 page retries by itself', {
+    timeout: 20_000,
+  }, async () => {
     const { base, proxy: p } = await proxy({ target: origin.url, limit: 5, mode: 'request', upstreamTimeout: 1_000 })
     const t0 = performance.now()
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => fetch(`${base}/hang`, { headers: i === 0 ? { accept: 'application/json' } : {} })))
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        fetch(`${base}/hang`, { headers: i === 0 ? { accept: 'application/json' } : {} }),
+      ),
+    )
     expect(performance.now() - t0).toBeLessThan(1_500)
     expect(answers.map((a) => a.status)).toEqual([504, 504, 504, 504, 504])
     expect(answers.map((a) => a.headers.get('airlock'))).toEqual(Array(5).fill('origin-error; reason=timeout'))
@@ -247,12 +342,22 @@ describe('clients and origins that leave midway', () => {
 
   it('an origin that drops the connection midway: the client sees the answer cut short, the log says broken', async () => {
     let text = ''
-    const { base } = await proxy({ target: origin.url, limit: 2, mode: 'request', log: { destination: { write: (t: string) => (text += t) } } })
+    const { base } = await proxy({
+      target: origin.url,
+      limit: 2,
+      mode: 'request',
+      log: { destination: { write: (t: string) => (text += t) } },
+    })
     const res = await fetch(`${base}/break`)
     expect(res.status).toBe(200)
     await expect(res.text()).rejects.toThrow()
     await until(() => text.includes('broke off'), 2_000, 10)
-    expect(JSON.parse(text.trim().split('\n').at(-1)!)).toMatchObject({ level: 50, msg: 'the origin broke off its answer', error: 'broken', upstream: 200 })
+    expect(JSON.parse(text.trim().split('\n').at(-1)!)).toMatchObject({
+      level: 50,
+      msg: 'the origin broke off its answer',
+      error: 'broken',
+      upstream: 200,
+    })
   })
 
   it('behind a trusted TLS proxy (X-Forwarded-Proto: https) the pass cookie is Secure', async () => {
@@ -267,14 +372,21 @@ describe('clients and origins that leave midway', () => {
     const { base } = await proxy({ target: origin.url, limit: 1, bypass: [/\.css$/, '/static'] })
     expect((await hit(`${base}/admin`, { from: nextAddress() })).status).toBe(200) // the only slot
     for (const path of ['/admin;.css', '/app.css;v=2']) {
-      expect((await hit(`${base}${path}`, { headers: { accept: 'application/json' }, from: nextAddress() })).status, path).toBe(503)
+      expect(
+        (await hit(`${base}${path}`, { headers: { accept: 'application/json' }, from: nextAddress() })).status,
+        path,
+      ).toBe(503)
     }
     expect((await hit(`${base}/app.css`, { from: nextAddress() })).status).toBe(200)
     expect((await hit(`${base}/static/app.css;v=2`, { from: nextAddress() })).status).toBe(200)
   })
 
   it("the client share counts the client behind trusted hops (the nearest untrusted X-Forwarded-For address), else the connection's", async () => {
-    const get = (base: string, xff: string) => fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then(async (r) => [r.status, await r.text()])
+    const get = (base: string, xff: string) =>
+      fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then(async (r) => [
+        r.status,
+        await r.text(),
+      ])
     const share = '{"status":"busy","reason":"client-share","retryAfter":5}'
     // Limit 4: one unconfirmed slot per client.
     const trusted = await proxy({ target: origin.url, limit: 4, trustProxy: ['127.0.0.1', '10.0.0.0/8'] })
@@ -288,7 +400,8 @@ describe('clients and origins that leave midway', () => {
   })
 
   it('an address a trusted hop wrote with a port or brackets is counted as that address (issue 38: it had no share key)', async () => {
-    const get = (base: string, xff: string) => fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then((r) => r.status)
+    const get = (base: string, xff: string) =>
+      fetch(`${base}/`, { headers: { accept: 'application/json', 'x-forwarded-for': xff } }).then((r) => r.status)
     const { base } = await proxy({ target: origin.url, limit: 4, trustProxy: ['127.0.0.1'] })
     expect(await get(base, '203.0.113.1:80')).toBe(200)
     expect(await get(base, '203.0.113.1:4711')).toBe(503)
@@ -309,7 +422,13 @@ describe('upgrades other than WebSocket (issue 38: h2c smuggling)', () => {
       socket.on('data', () => socket.write('TUNNEL'))
     })
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
-    stoppers.push(() => new Promise((ok) => { server.closeAllConnections(); server.close(() => ok()) }))
+    stoppers.push(
+      () =>
+        new Promise((ok) => {
+          server.closeAllConnections()
+          server.close(() => ok())
+        }),
+    )
     return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, upgrades }
   }
   const stoppers: (() => Promise<void>)[] = []
@@ -323,19 +442,47 @@ describe('upgrades other than WebSocket (issue 38: h2c smuggling)', () => {
     expect((await fetch(`${base}/admin`)).status).toBe(200) // the only slot
     expect((await fetch(`${base}/admin`, { headers: { accept: 'application/json' } })).status).toBe(503)
     for (const upgrade of ['h2c', 'H2C', 'websocket, h2c', 'h2c, websocket', 'TLS/1.0', 'HTTP/2.0', 'anything']) {
-      const answer = await raw(base, `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: ${upgrade}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA`, '', { wait: 1_000 })
+      const answer = await raw(
+        base,
+        `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: ${upgrade}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA`,
+        '',
+        { wait: 1_000 },
+      )
       expect(statusOf(answer), upgrade).toBe(200)
       expect(answer, upgrade).toContain('plain /static/x upgrade=none')
       expect(answer, upgrade).toMatch(/connection: close/i)
       // The tunnel the smuggler wanted, through which /admin would be served past the gate:
-      const tunnel = await raw(base, `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}`, 'GET /admin HTTP/1.1\r\nHost: shop\r\n\r\n', { wait: 500 })
+      const tunnel = await raw(
+        base,
+        `GET /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}`,
+        'GET /admin HTTP/1.1\r\nHost: shop\r\n\r\n',
+        { wait: 500 },
+      )
       expect(tunnel, upgrade).not.toContain('TUNNEL')
     }
     expect(origin.upgrades, 'the origin never saw an upgrade').toEqual([])
     // Gated paths too: answered by the gate as any plain request.
-    expect(statusOf(await raw(base, 'GET /admin HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nAccept: application/json', '', { wait: 1_000 }))).toBe(503)
+    expect(
+      statusOf(
+        await raw(
+          base,
+          'GET /admin HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nAccept: application/json',
+          '',
+          { wait: 1_000 },
+        ),
+      ),
+    ).toBe(503)
     // With a body, Node leaves the request unparsed: refused.
-    expect(statusOf(await raw(base, 'POST /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 5', 'hello', { wait: 1_000 }))).toBe(400)
+    expect(
+      statusOf(
+        await raw(
+          base,
+          'POST /static/x HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 5',
+          'hello',
+          { wait: 1_000 },
+        ),
+      ),
+    ).toBe(400)
   })
 })
 
@@ -347,15 +494,36 @@ describe('the log', () => {
     await (await fetch(`${base}/page?x=1`)).text()
     await (await fetch(`${base}/hang`)).text()
     await until(() => text.split('\n').length > 2, 2_000, 10)
-    const [ok, timeout] = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
-    expect(ok).toMatchObject({ level: 30, msg: 'request', method: 'GET', url: '/page?x=1', status: 200, decision: 'admit', upstream: 200 })
+    const [ok, timeout] = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(ok).toMatchObject({
+      level: 30,
+      msg: 'request',
+      method: 'GET',
+      url: '/page?x=1',
+      status: 200,
+      decision: 'admit',
+      upstream: 200,
+    })
     expect(typeof ok!.time).toBe('number')
-    expect(timeout).toMatchObject({ level: 50, msg: 'the origin did not answer in time', status: 504, error: 'timeout' })
+    expect(timeout).toMatchObject({
+      level: 50,
+      msg: 'the origin did not answer in time',
+      status: 504,
+      error: 'timeout',
+    })
     expect(timeout!.cause).toBe('no answer within 300 ms')
     let pretty = ''
-    const down = await proxy({ target: 'http://127.0.0.1:1', log: { format: 'pretty', destination: { write: (t: string) => (pretty += t) } } })
+    const down = await proxy({
+      target: 'http://127.0.0.1:1',
+      log: { format: 'pretty', destination: { write: (t: string) => (pretty += t) } },
+    })
     expect((await fetch(`${down.base}/x`)).status).toBe(502)
     await until(() => pretty.includes('\n'), 2_000, 10)
-    expect(pretty).toMatch(/^\d\d:\d\d:\d\d\.\d{3} ERROR the origin did not answer method=GET url=\/x status=502 .*error=refused cause=/)
+    expect(pretty).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} ERROR the origin did not answer method=GET url=\/x status=502 .*error=refused cause=/,
+    )
   })
 })

@@ -38,7 +38,11 @@ describe('airlock proxy in front of PHP and Python', () => {
 
   it("forwards method, path, query, body and status unchanged; the origin's cookie reaches the client beside the pass", async () => {
     const base = await proxy({ target: php.url, limit: 5 })
-    const res = await fetch(`${base}/shop/item?id=7&q=a%20b`, { method: 'POST', body: 'hello=world', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await fetch(`${base}/shop/item?id=7&q=a%20b`, {
+      method: 'POST',
+      body: 'hello=world',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     expect(res.status).toBe(200)
     const text = await res.text()
     expect(text).toContain('Hello from PHP')
@@ -103,9 +107,17 @@ describe('airlock proxy in front of PHP and Python', () => {
     expect(unknown.headers.get('content-language')).toBe('en')
     const json = await hit(`${base}/`, { headers: { accept: 'application/json', 'accept-language': 'de' } })
     expect(JSON.parse(json.body)).toMatchObject({ status: 'bad-gateway', message: 'Its server did not respond.' })
-    const ungated = await proxy({ target: 'http://127.0.0.1:1', gated: false, messages: { de: { badGatewayHeading: 'Der Shop ist gleich wieder da' } } })
-    expect((await hit(`${ungated}/`, { headers: { 'accept-language': 'de' } })).body).toContain('<h1>Der Shop ist gleich wieder da</h1>')
-    await expect(createProxy({ target: php.url, gated: false, messages: { de: { badGateway: 'x' } } as never })).rejects.toThrow(/messages\.de has no option 'badGateway'/)
+    const ungated = await proxy({
+      target: 'http://127.0.0.1:1',
+      gated: false,
+      messages: { de: { badGatewayHeading: 'Der Shop ist gleich wieder da' } },
+    })
+    expect((await hit(`${ungated}/`, { headers: { 'accept-language': 'de' } })).body).toContain(
+      '<h1>Der Shop ist gleich wieder da</h1>',
+    )
+    await expect(
+      createProxy({ target: php.url, gated: false, messages: { de: { badGateway: 'x' } } as never }),
+    ).rejects.toThrow(/messages\.de has no option 'badGateway'/)
   })
 
   it('refuses bad options with a named error', async () => {
@@ -153,11 +165,14 @@ describe('airlock proxy with a Node origin', () => {
     expect(refused).toBe(503)
   })
 
-  it('streams a 50 MB upload and a 50 MB download through `airlock proxy`, its memory under 100 MB above rest', { timeout: 60_000 }, async () => {
+  it('streams a 50 MB upload and a 50 MB download through `airlock proxy`, its memory under 100 MB above rest', {
+    timeout: 60_000,
+  }, async () => {
     const run = airlock(['proxy', '--target', origin.url, '--port', '0', '--limit', '5'])
     const line = await run.waitFor(/airlock proxy on (http:\/\/[^ ]+\/)/)
     const base = /on (http:\/\/[^ ]+)\//.exec(line)![1]!
-    const rss = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${run.proc.pid}/status`, 'utf8'))![1]) * 1024
+    const rss = (): number =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${run.proc.pid}/status`, 'utf8'))![1]) * 1024
     const visitor = new Browser(base)
     expect((await visitor.get('/download?mb=1')).status).toBe(200)
     await sleep(300)

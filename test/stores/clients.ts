@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisStore, type RedisStore } from '../../src/stores/redis.js'
 import { redisResources } from '../../src/stores/resources.js'
 import { clientKind, type ClientName } from '../helpers/redis-clients.js'
-import { redisAvailable, requireRedis, startCluster, startRedis, type PrivateCluster, type PrivateRedis } from '../helpers/redis.js'
+import {
+  redisAvailable,
+  requireRedis,
+  startCluster,
+  startRedis,
+  type PrivateCluster,
+  type PrivateRedis,
+} from '../helpers/redis.js'
 import { sleep, until } from '../helpers/wait.js'
 import { storeContract } from './contract.js'
 
@@ -94,8 +101,12 @@ export function clientSuite(name: ClientName): void {
       expect(await resources.define('doc', { timeout: 30 })).toBe(false)
       expect(await resources.get('doc')).toEqual({ timeout: 30 })
       expect((await s.acquire('lock.doc', slot('holder'))).status).toBe('acquired')
-      expect(await resources.write('doc', 'sel', '{"n":1}', { semaphore: 'lock.doc', ticket: 'holder' })).toBe('written')
-      expect(await resources.write('doc', 'sel', '{"n":2}', { semaphore: 'lock.doc', ticket: 'other' })).toBe('not-holder')
+      expect(await resources.write('doc', 'sel', '{"n":1}', { semaphore: 'lock.doc', ticket: 'holder' })).toBe(
+        'written',
+      )
+      expect(await resources.write('doc', 'sel', '{"n":2}', { semaphore: 'lock.doc', ticket: 'other' })).toBe(
+        'not-holder',
+      )
       expect(await resources.read('doc', 'sel')).toBe('{"n":1}')
       expect(await resources.delete('doc')).toBe(true)
       expect(await resources.delete('doc')).toBe(false)
@@ -112,7 +123,10 @@ export function clientSuite(name: ClientName): void {
       stores.push(s)
       // On a busy host the acknowledgement can miss the budget (then nothing is granted, as it should be).
       let n = 0
-      await until(async () => (await s.acquire('acked', { ...slot(`a${++n}`), limit: 5 })).status === 'acquired', 10_000)
+      await until(
+        async () => (await s.acquire('acked', { ...slot(`a${++n}`), limit: 5 })).status === 'acquired',
+        10_000,
+      )
       expect(Number(await admin.hget('{airlock:acked}:m', '#used'))).toBe(1)
       await replica.kill()
       expect((await s.acquire('acked', { ...slot('b'), limit: 5 })).status).toBe('busy')
@@ -127,11 +141,13 @@ export function clientSuite(name: ClientName): void {
       r.signal('SIGSTOP')
       try {
         const started = Date.now()
-        const calls = Array.from({ length: 4 }, (_, i) => s.acquire('stall', { ...slot(`lost-${i}`), limit: 5, fresh: true }))
-        const outcomes = await Promise.allSettled(calls)
-        expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : 'answered'))).toEqual(
-          Array(4).fill('ERR_AIRLOCK_STORE_UNAVAILABLE'),
+        const calls = Array.from({ length: 4 }, (_, i) =>
+          s.acquire('stall', { ...slot(`lost-${i}`), limit: 5, fresh: true }),
         )
+        const outcomes = await Promise.allSettled(calls)
+        expect(
+          outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : 'answered')),
+        ).toEqual(Array(4).fill('ERR_AIRLOCK_STORE_UNAVAILABLE'))
         expect(Date.now() - started).toBeLessThan(300 + 200) // within the budget (+ event-loop slack)
       } finally {
         r.signal('SIGCONT')
@@ -147,18 +163,30 @@ export function clientSuite(name: ClientName): void {
       await until(async () => (await s.state('down')).held === 1) // and the server seen (INFO)
       expect(s.lostAt()).toBeUndefined()
       await r.kill()
-      for (const call of [() => s.acquire('down', slot('b')), () => s.release('down', 'a'), () => s.subscribe('down', () => {})]) {
+      for (const call of [
+        () => s.acquire('down', slot('b')),
+        () => s.release('down', 'a'),
+        () => s.subscribe('down', () => {}),
+      ]) {
         const started = Date.now()
         await expect(call()).rejects.toMatchObject({ code: 'ERR_AIRLOCK_STORE_UNAVAILABLE' })
         expect(Date.now() - started).toBeLessThan(300 + 200)
       }
       await r.start()
-      await until(async () => (await s.acquire('down', slot('c')).catch(() => ({ status: 'failed' }))).status !== 'failed', 15_000, 100)
+      await until(
+        async () => (await s.acquire('down', slot('c')).catch(() => ({ status: 'failed' }))).status !== 'failed',
+        15_000,
+        100,
+      )
       // A new server (run_id) answered: the store says the last writes may be lost.
       expect(s.lostAt()).toBeGreaterThan(0)
       const heard: string[] = []
       let stop: (() => void) | undefined
-      await until(async () => (stop = await s.subscribe('down', (t) => heard.push(t)).catch(() => undefined)) !== undefined, 10_000, 100)
+      await until(
+        async () => (stop = await s.subscribe('down', (t) => heard.push(t)).catch(() => undefined)) !== undefined,
+        10_000,
+        100,
+      )
       const publisher = r.client()
       await publisher.publish(s.channel('down'), 'w1')
       await until(() => heard.length > 0, 5_000)

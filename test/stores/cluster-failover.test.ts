@@ -21,7 +21,9 @@ describe('Redis Cluster: a replica takes over a shard that lacks the last writes
     await cluster?.stop()
   })
 
-  it('grants nothing new for a ttl, never more than the limit held, fences unique and increasing', { timeout: 90_000 }, async () => {
+  it('grants nothing new for a ttl, never more than the limit held, fences unique and increasing', {
+    timeout: 90_000,
+  }, async () => {
     cluster = await startCluster({ replicas: 1 })
     const client = cluster.client()
     const store = redisStore({ client, prefix: 'takeover' })
@@ -33,9 +35,18 @@ describe('Redis Cluster: a replica takes over a shard that lacks the last writes
      * another shard's replica): its master holds the keys; its replica names that master's port.
      */
     const shard = async () => {
-      const nodes = await Promise.all(admins.map(async (a) => ({ a, info: await a.info('replication'), port: Number(a.options.port), has: await a.exists('{takeover:shard}:e').catch(() => 0) })))
+      const nodes = await Promise.all(
+        admins.map(async (a) => ({
+          a,
+          info: await a.info('replication'),
+          port: Number(a.options.port),
+          has: await a.exists('{takeover:shard}:e').catch(() => 0),
+        })),
+      )
       const master = nodes.find((n) => /role:master/.test(n.info) && n.has === 1)!
-      const replica = nodes.find((n) => /role:slave/.test(n.info) && Number(/master_port:(\d+)/.exec(n.info)?.[1]) === master.port)!
+      const replica = nodes.find(
+        (n) => /role:slave/.test(n.info) && Number(/master_port:(\d+)/.exec(n.info)?.[1]) === master.port,
+      )!
       return { master: master.a, replica: replica.a }
     }
     const held = new Set<Lease>()
@@ -43,7 +54,11 @@ describe('Redis Cluster: a replica takes over a shard that lacks the last writes
     let peak = 0
     const sample = setInterval(() => (peak = Math.max(peak, held.size)), 20)
     const refresh = setInterval(() => {
-      for (const l of held) void l.refresh().then((ok) => ok || held.delete(l), () => {})
+      for (const l of held)
+        void l.refresh().then(
+          (ok) => ok || held.delete(l),
+          () => {},
+        )
     }, 400)
     try {
       const take = async (n: number) => {

@@ -33,7 +33,14 @@ describe.runIf(redisAvailable)('redis store on Redis Cluster', () => {
       await svc.call('POST', '/resource', { json: { name, timeout: 30 } })
       const lock = await svc.call('GET', `/resource/${name}/s`)
       expect(lock.status).toBe(200)
-      expect((await svc.call('PUT', `/resource/${name}/s`, { ticket: lock.headers.get('x-ticket')!, json: { on: 'cluster' } })).status).toBe(204)
+      expect(
+        (
+          await svc.call('PUT', `/resource/${name}/s`, {
+            ticket: lock.headers.get('x-ticket')!,
+            json: { on: 'cluster' },
+          })
+        ).status,
+      ).toBe(204)
       expect((await svc.call('GET', `/resource/${name}/s?lock=0`)).body).toEqual({ on: 'cluster' })
     } finally {
       await svc.close()

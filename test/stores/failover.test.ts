@@ -75,7 +75,11 @@ function holders() {
   let peak = 0
   const timer = setInterval(() => (peak = Math.max(peak, held.size)), 20)
   const refresher = setInterval(() => {
-    for (const lease of held) void lease.refresh().then((ok) => ok || held.delete(lease), () => {})
+    for (const lease of held)
+      void lease.refresh().then(
+        (ok) => ok || held.delete(lease),
+        () => {},
+      )
   }, 300)
   closers.push(() => {
     clearInterval(timer)
@@ -114,7 +118,9 @@ describe('a store that lost its last writes', () => {
     primary = replica = undefined
   })
 
-  it('a replica promoted behind the endpoint: never more than the limit held, fences never repeat, detected once and published', { timeout: 30_000 }, async () => {
+  it('a replica promoted behind the endpoint: never more than the limit held, fences never repeat, detected once and published', {
+    timeout: 30_000,
+  }, async () => {
     primary = await startRedis()
     replica = await startRedis(['--replicaof', '127.0.0.1', '0'])
     const admin = replica.client()
@@ -161,7 +167,9 @@ describe('a store that lost its last writes', () => {
     expect(events).toHaveLength(1) // one detection per event
   })
 
-  it('Redis restarted empty: detected, no slot granted for a ttl, fences go on above the old ones', { timeout: 30_000 }, async () => {
+  it('Redis restarted empty: detected, no slot granted for a ttl, fences go on above the old ones', {
+    timeout: 30_000,
+  }, async () => {
     primary = await startRedis()
     const store = redisStore({ client: primary.client({ maxRetriesPerRequest: 5 }) })
     closers.push(() => store.close())
@@ -185,14 +193,28 @@ describe('a store that lost its last writes', () => {
     expect(Math.min(...fences.slice(5))).toBeGreaterThan(Math.max(...fences.slice(0, 5)))
   })
 
-  it('the gate: for a ttl newcomers are decided as in an outage (the local share, counted without the store), logged once at error level', { timeout: 30_000 }, async () => {
+  it('the gate: for a ttl newcomers are decided as in an outage (the local share, counted without the store), logged once at error level', {
+    timeout: 30_000,
+  }, async () => {
     primary = await startRedis()
     replica = await startRedis()
     const endpoint = await forwarder(primary.port)
     const store = storeBehind(endpoint.port)
     const lines: { level: string; msg?: string }[] = []
-    const logger = { warn: (_: object, msg?: string) => void lines.push({ level: 'warn', msg }), error: (_: object, msg?: string) => void lines.push({ level: 'error', msg }) }
-    const gate = createGate({ name: 'failover-gate', mode: 'request', limit: 5, ttl: 1500, store, logger, secret: 'a-test-secret-that-is-at-least-32-bytes-long', reuseWindow: 0 })
+    const logger = {
+      warn: (_: object, msg?: string) => void lines.push({ level: 'warn', msg }),
+      error: (_: object, msg?: string) => void lines.push({ level: 'error', msg }),
+    }
+    const gate = createGate({
+      name: 'failover-gate',
+      mode: 'request',
+      limit: 5,
+      ttl: 1500,
+      store,
+      logger,
+      secret: 'a-test-secret-that-is-at-least-32-bytes-long',
+      reuseWindow: 0,
+    })
     closers.push(() => gate.close())
     const view = { method: 'GET', url: '/', headers: {}, secure: false, request: undefined }
     // Two requests in flight on the old server.
@@ -202,7 +224,13 @@ describe('a store that lost its last writes', () => {
     // The other server counts none of them: the gate does not ask it, and lets in 3 more (5 in all).
     const during = []
     for (let i = 0; i < 5; i++) during.push(await gate.decide(view))
-    expect(during.map((d) => (d.kind === 'admit' ? d.reason : d.kind))).toEqual(['store-unavailable', 'store-unavailable', 'store-unavailable', 'busy', 'busy'])
+    expect(during.map((d) => (d.kind === 'admit' ? d.reason : d.kind))).toEqual([
+      'store-unavailable',
+      'store-unavailable',
+      'store-unavailable',
+      'busy',
+      'busy',
+    ])
     expect(lines.filter((l) => l.level === 'error' && /different Redis/.test(l.msg ?? ''))).toHaveLength(1)
     for (const d of [...before, ...during]) if (d.kind === 'admit') await d.slot?.release()
     // After a ttl, the store decides again.
@@ -214,7 +242,9 @@ describe('a store that lost its last writes', () => {
     expect(lines.filter((l) => l.level === 'error' && /different Redis/.test(l.msg ?? ''))).toHaveLength(1)
   })
 
-  it('replicas: 1 grants a slot only once a replica holds it; with the replica gone, nothing is granted (busy within replicaTimeout)', { timeout: 30_000 }, async () => {
+  it('replicas: 1 grants a slot only once a replica holds it; with the replica gone, nothing is granted (busy within replicaTimeout)', {
+    timeout: 30_000,
+  }, async () => {
     primary = await startRedis()
     replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)])
     const admin = replica.client()
@@ -238,10 +268,18 @@ describe('a store that lost its last writes', () => {
 
   it('replicas: checked at startup, with a sentence naming the option', () => {
     const client = { defineCommand() {}, duplicate() {}, isCluster: true }
-    expect(() => redisStore({ client: client as never, replicas: 1 })).toThrow(/replicas is not supported on a Cluster client/)
-    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: -1 })).toThrow(/replicas/)
-    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: 1, replicaTimeout: 1000 })).toThrow(/replicaTimeout must be below commandTimeout \(1000 ms\)/)
+    expect(() => redisStore({ client: client as never, replicas: 1 })).toThrow(
+      /replicas is not supported on a Cluster client/,
+    )
+    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: -1 })).toThrow(
+      /replicas/,
+    )
+    expect(() =>
+      redisStore({ client: { defineCommand() {}, duplicate() {} } as never, replicas: 1, replicaTimeout: 1000 }),
+    ).toThrow(/replicaTimeout must be below commandTimeout \(1000 ms\)/)
     // Without replicas, the timeout is not in play: a short commandTimeout alone is fine.
-    expect(() => redisStore({ client: { defineCommand() {}, duplicate() {} } as never, commandTimeout: 1 })).not.toThrow()
+    expect(() =>
+      redisStore({ client: { defineCommand() {}, duplicate() {} } as never, commandTimeout: 1 }),
+    ).not.toThrow()
   })
 })

@@ -40,7 +40,8 @@ describe.runIf(redisAvailable)('history on Redis', () => {
 
   it('two instances: each minute holds the sum of both parts, the waits merged, the line at the end', async () => {
     const clock = { t: T0 + 1_000 }
-    const tallyOf = (store: RedisStore) => new MinuteTally({ storage: historyFor(store)!, name: 'two', keepMs: DAY, now: () => clock.t, timer: false })
+    const tallyOf = (store: RedisStore) =>
+      new MinuteTally({ storage: historyFor(store)!, name: 'two', keepMs: DAY, now: () => clock.t, timer: false })
     const [ta, tb] = [tallyOf(a), tallyOf(b)]
     const seen = { a: 0, b: 0 }
     for (let minute = 0; minute < 3; minute++) {
@@ -80,7 +81,14 @@ describe.runIf(redisAvailable)('history on Redis', () => {
   })
 
   it("two gate instances: the history's admissions and busy answers are what both gates answered", async () => {
-    const view = (ip: string): RequestView => ({ method: 'GET', url: '/', headers: { accept: 'text/html' }, secure: false, request: undefined, ip })
+    const view = (ip: string): RequestView => ({
+      method: 'GET',
+      url: '/',
+      headers: { accept: 'text/html' },
+      secure: false,
+      request: undefined,
+      ip,
+    })
     const options = { name: 'shop', limit: 3, logger: recordingLogger(), secret: 's'.repeat(32), history: { days: 2 } }
     const gates = [createGate({ ...options, store: a }), createGate({ ...options, store: b })]
     const t0 = Date.now()
@@ -110,7 +118,15 @@ describe.runIf(redisAvailable)('history on Redis', () => {
     // A busy minute as an instance adds it: admissions from the line, busy answers of two reasons,
     // releases of two causes, waits over 12 buckets and visits over 10.
     const part = (minute: number, seed: number): MinutePart => {
-      const add: Record<string, number> = { a: 120 + seed, al: 90, 't.full': 40, 't.client-share': 3, ab: 4, 'r.visitor': 100, 'r.expiry': 15 }
+      const add: Record<string, number> = {
+        a: 120 + seed,
+        al: 90,
+        't.full': 40,
+        't.client-share': 3,
+        ab: 4,
+        'r.visitor': 100,
+        'r.expiry': 15,
+      }
       for (let i = 0; i < 12; i++) add[`w${bucketOf(2_000 * 1.19 ** i)}`] = 5 + ((seed + i) % 7)
       for (let i = 0; i < 10; i++) add[`v${bucketOf(20_000 * 1.19 ** i)}`] = 8 + ((seed + i) % 5)
       return { minute, add, max: { wm: 180_000 + seed, vm: 600_000 + seed } }
@@ -127,7 +143,9 @@ describe.runIf(redisAvailable)('history on Redis', () => {
     for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0')
     const sizes = ((await pipeline.exec()) ?? []).map(([, n]) => Number(n))
     const bytes = sizes.reduce((x, y) => x + y, 0)
-    console.log(`history: a week of busy minutes (two instances) takes ${bytes} bytes in Redis (${Math.round(bytes / 7)} a day)`)
+    console.log(
+      `history: a week of busy minutes (two instances) takes ${bytes} bytes in Redis (${Math.round(bytes / 7)} a day)`,
+    )
     expect(bytes).toBeLessThanOrEqual(bar)
     // Every key expires.
     const ttls = await Promise.all(keys.slice(0, 50).map((k) => client.pttl(k)))

@@ -10,6 +10,10 @@ it('refuses what node-redis makes but the store cannot use, naming it: a Sentine
   const sentinel = createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }] })
   expect(() => redisStore({ client: sentinel })).toThrow(/node-redis Sentinel or client pool is not supported/)
   // A pool's type is refused too (it has no duplicate()).
-  expect(() => redisStore({ client: createClientPool() as never })).toThrow(/node-redis Sentinel or client pool is not supported/)
-  expect(() => redisStore({ client: createClient().legacy() as never })).toThrow(/client must be an ioredis Redis or Cluster instance .* or a node-redis client/)
+  expect(() => redisStore({ client: createClientPool() as never })).toThrow(
+    /node-redis Sentinel or client pool is not supported/,
+  )
+  expect(() => redisStore({ client: createClient().legacy() as never })).toThrow(
+    /client must be an ioredis Redis or Cluster instance .* or a node-redis client/,
+  )
 })

@@ -54,7 +54,9 @@ describe.runIf(redisAvailable)('redis store', () => {
     const ttl = await client.pttl('{leftmark:s}:lt')
     expect(ttl).toBeGreaterThan(0)
     expect(ttl).toBeLessThanOrEqual(LEFT_KEEP_MS)
-    expect((await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })).status).toBe('absent')
+    expect((await store.acquire('s', { token: 'w', limit: 1, ttl: 5_000, weight: 1, queue: line })).status).toBe(
+      'absent',
+    )
     await store.close()
   })
 
@@ -158,7 +160,10 @@ describe.runIf(redisAvailable)('redis store', () => {
       await call()
       await new Promise((r) => setTimeout(r, 50)) // MONITOR lines arrive after the reply
       counts[what] = seen.filter((c) => c === 'evalsha' || c === 'eval').length
-      expect(seen.filter((c) => c !== 'evalsha' && c !== 'eval'), what).toEqual([])
+      expect(
+        seen.filter((c) => c !== 'evalsha' && c !== 'eval'),
+        what,
+      ).toEqual([])
     }
     expect(counts).toEqual(Object.fromEntries(calls.map(([what]) => [what, 1])))
     monitor.disconnect()
@@ -245,10 +250,12 @@ describe.runIf(redisAvailable)('redis store', () => {
     await down.start()
     let unsubscribe: (() => void) | undefined
     for (let i = 0; i < 100 && !unsubscribe; i++) {
-      unsubscribe = await store.subscribe('wake', (t) => heard.push(t)).catch(async () => {
-        await new Promise((r) => setTimeout(r, 100))
-        return undefined
-      })
+      unsubscribe = await store
+        .subscribe('wake', (t) => heard.push(t))
+        .catch(async () => {
+          await new Promise((r) => setTimeout(r, 100))
+          return undefined
+        })
     }
     expect(unsubscribe).toBeDefined()
     const publisher = down.client()

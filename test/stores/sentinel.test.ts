@@ -50,13 +50,26 @@ async function sentinel(primaryPort: number): Promise<number> {
     rmSync(dir, { recursive: true, force: true })
   })
   // A fresh probe each try: one whose first connect failed keeps reconnecting and refuses connect().
-  await until(async () => {
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-    probe.on('error', () => {})
-    const answer = await probe.connect().then(() => probe.ping(), () => null)
-    probe.disconnect()
-    return answer === 'PONG'
-  }, 20_000, 50)
+  await until(
+    async () => {
+      const probe = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+      })
+      probe.on('error', () => {})
+      const answer = await probe.connect().then(
+        () => probe.ping(),
+        () => null,
+      )
+      probe.disconnect()
+      return answer === 'PONG'
+    },
+    20_000,
+    50,
+  )
   return port
 }
 
@@ -68,13 +81,20 @@ describe('Redis Sentinel failover', () => {
     await primary?.stop()
   })
 
-  it('the store notices the promoted replica, grants nothing new for a ttl, and never more than the limit are held', { timeout: 60_000 }, async () => {
+  it('the store notices the promoted replica, grants nothing new for a ttl, and never more than the limit are held', {
+    timeout: 60_000,
+  }, async () => {
     primary = await startRedis()
     replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)])
     const admin = replica.client()
     await until(async () => /master_link_status:up/.test(await admin.info('replication')))
     const sentinels = await Promise.all([0, 1, 2].map(() => sentinel(primary!.port)))
-    const client = new Redis({ sentinels: sentinels.map((port) => ({ host: '127.0.0.1', port })), name: 'airlock', maxRetriesPerRequest: 20, sentinelRetryStrategy: () => 100 })
+    const client = new Redis({
+      sentinels: sentinels.map((port) => ({ host: '127.0.0.1', port })),
+      name: 'airlock',
+      maxRetriesPerRequest: 20,
+      sentinelRetryStrategy: () => 100,
+    })
     client.on('error', () => {})
     closers.push(() => client.disconnect())
     const store = redisStore({ client })
@@ -86,7 +106,11 @@ describe('Redis Sentinel failover', () => {
     let peak = 0
     const sample = setInterval(() => (peak = Math.max(peak, held.size)), 20)
     const refresh = setInterval(() => {
-      for (const l of held) void l.refresh().then((ok) => ok || held.delete(l), () => {})
+      for (const l of held)
+        void l.refresh().then(
+          (ok) => ok || held.delete(l),
+          () => {},
+        )
     }, 600)
     closers.push(() => {
       clearInterval(sample)
@@ -103,7 +127,14 @@ describe('Redis Sentinel failover', () => {
           held.add(lease)
           fences.push(lease.fence)
           grantedAt.push(Date.now())
-          setTimeout(() => void lease.release().then(() => held.delete(lease), () => held.delete(lease)), 300)
+          setTimeout(
+            () =>
+              void lease.release().then(
+                () => held.delete(lease),
+                () => held.delete(lease),
+              ),
+            300,
+          )
         }
         await sleep(20)
       }

@@ -23,7 +23,8 @@ export const en: Messages = {
   joinAgain: 'Join the line again (at the back)',
   openingSoon: 'Opening soon',
   opensIn: 'The site opens in {eta} ({time}).',
-  openingDraw: 'Everyone who arrives before the opening gets a place drawn at random then, so arriving early is no advantage.',
+  openingDraw:
+    'Everyone who arrives before the opening gets a place drawn at random then, so arriving early is no advantage.',
   openingWaiting: 'People waiting: {waiting}.',
   momentTitle: 'Just a moment',
   checkingIntro: 'Checking your browser before you join the line — this takes a second.',

@@ -23,7 +23,8 @@ export const es: Messages = {
   joinAgain: 'Volver a la fila (al final)',
   openingSoon: 'Abrimos enseguida',
   opensIn: 'El sitio abre en {eta} ({time}).',
-  openingDraw: 'A quienes lleguen antes de la apertura se les asignará entonces un lugar por sorteo, así que llegar antes no da ninguna ventaja.',
+  openingDraw:
+    'A quienes lleguen antes de la apertura se les asignará entonces un lugar por sorteo, así que llegar antes no da ninguna ventaja.',
   openingWaiting: 'Personas esperando: {waiting}.',
   momentTitle: 'Un momento',
   checkingIntro: 'Estamos comprobando su navegador antes de que entre en la fila; solo tarda un segundo.',

@@ -5,7 +5,8 @@ export const fr: Messages = {
   busyTitle: 'Affluence, merci de patienter',
   busyHeading: 'Beaucoup de visiteurs en ce moment',
   busyText: 'Nous faisons entrer les visiteurs quelques-uns à la fois pour que le site reste disponible.',
-  busyShare: 'De nombreuses nouvelles visites arrivent en même temps depuis votre adresse réseau : celle-ci attend donc son tour.',
+  busyShare:
+    'De nombreuses nouvelles visites arrivent en même temps depuis votre adresse réseau : celle-ci attend donc son tour.',
   retryIn: 'Cette page réessaiera d’elle-même dans {seconds} s.',
   tryNow: 'Réessayer maintenant',
   inLine: 'Vous êtes dans la file d’attente',
@@ -14,7 +15,8 @@ export const fr: Messages = {
   etaAbout: 'environ {time}',
   etaUnknown: 'calcul en cours',
   lottery: 'Personnes en attente : {waiting}. Les entrées sont tirées au sort : gardez simplement cette page ouverte.',
-  keepOpen: 'Cette page se met à jour toute seule et vous mènera sur le site dès que ce sera votre tour. Merci de la garder ouverte.',
+  keepOpen:
+    'Cette page se met à jour toute seule et vous mènera sur le site dès que ce sera votre tour. Merci de la garder ouverte.',
   leave: 'Quitter la file d’attente',
   notify: 'Me prévenir quand ce sera mon tour',
   turn: 'C’est votre tour',
@@ -23,7 +25,8 @@ export const fr: Messages = {
   joinAgain: 'Reprendre une place (en fin de file)',
   openingSoon: 'Ouverture imminente',
   opensIn: 'Le site ouvre dans {eta} ({time}).',
-  openingDraw: 'Toutes les personnes arrivées avant l’ouverture recevront alors une place tirée au sort : arriver tôt ne donne donc aucun avantage.',
+  openingDraw:
+    'Toutes les personnes arrivées avant l’ouverture recevront alors une place tirée au sort : arriver tôt ne donne donc aucun avantage.',
   openingWaiting: 'Personnes en attente : {waiting}.',
   momentTitle: 'Un instant',
   checkingIntro: 'Nous vérifions votre navigateur avant de vous placer dans la file ; cela ne prend qu’une seconde.',

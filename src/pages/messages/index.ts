@@ -22,4 +22,20 @@ export { MESSAGE_KEYS, placeholders, type MessageKey, type Messages } from './ty
 export const DEFAULT_LANGUAGE = 'en'
 
 /** Every built-in language, by tag (`zh`: Simplified Chinese). */
-export const BUILT_IN_MESSAGES: Readonly<Record<string, Readonly<Messages>>> = Object.freeze({ en, de, fr, es, it, pt, nl, pl, tr, ru, uk, ar, he, zh, ja })
+export const BUILT_IN_MESSAGES: Readonly<Record<string, Readonly<Messages>>> = Object.freeze({
+  en,
+  de,
+  fr,
+  es,
+  it,
+  pt,
+  nl,
+  pl,
+  tr,
+  ru,
+  uk,
+  ar,
+  he,
+  zh,
+  ja,
+})

@@ -5,7 +5,8 @@ export const it: Messages = {
   busyTitle: 'Molte richieste, attenda un momento',
   busyHeading: 'In questo momento ci sono molti visitatori',
   busyText: 'Facciamo entrare poche persone alla volta, così il sito resta disponibile.',
-  busyShare: 'Molte nuove visite arrivano contemporaneamente dal tuo indirizzo di rete, quindi questa attende il suo turno.',
+  busyShare:
+    'Molte nuove visite arrivano contemporaneamente dal tuo indirizzo di rete, quindi questa attende il suo turno.',
   retryIn: 'Questa pagina riproverà da sola tra {seconds} s.',
   tryNow: 'Riprova ora',
   inLine: 'È in coda',
@@ -14,7 +15,8 @@ export const it: Messages = {
   etaAbout: 'circa {time}',
   etaUnknown: 'in calcolo',
   lottery: 'Persone in attesa: {waiting}. L’accesso avviene per sorteggio, quindi tenga aperta questa pagina.',
-  keepOpen: 'Questa pagina si aggiorna da sola e la porterà al sito quando sarà il suo turno. La tenga aperta, per favore.',
+  keepOpen:
+    'Questa pagina si aggiorna da sola e la porterà al sito quando sarà il suo turno. La tenga aperta, per favore.',
   leave: 'Uscire dalla coda',
   notify: 'Avvisami quando tocca a me',
   turn: 'È il suo turno',
@@ -23,7 +25,8 @@ export const it: Messages = {
   joinAgain: 'Rimettersi in coda (in fondo)',
   openingSoon: 'Apertura a breve',
   opensIn: 'Il sito apre tra {eta} ({time}).',
-  openingDraw: 'A chi arriva prima dell’apertura verrà assegnato un posto estratto a sorte, quindi arrivare prima non dà alcun vantaggio.',
+  openingDraw:
+    'A chi arriva prima dell’apertura verrà assegnato un posto estratto a sorte, quindi arrivare prima non dà alcun vantaggio.',
   openingWaiting: 'Persone in attesa: {waiting}.',
   momentTitle: 'Un momento',
   checkingIntro: 'Stiamo verificando il suo browser prima di metterla in coda: ci vuole solo un secondo.',

@@ -5,7 +5,8 @@ export const ja: Messages = {
   busyTitle: 'ただいま混雑しています',
   busyHeading: 'ただいまアクセスが集中しています',
   busyText: 'サイトを安定して運営するため、少しずつご案内しています。',
-  busyShare: 'お使いのネットワークアドレスから新しいアクセスが同時に多数来ているため、このアクセスは順番を待っています。',
+  busyShare:
+    'お使いのネットワークアドレスから新しいアクセスが同時に多数来ているため、このアクセスは順番を待っています。',
   retryIn: 'このページは {seconds} 秒後に自動で再読み込みします。',
   tryNow: '今すぐ再読み込み',
   inLine: 'ただいま順番待ちです',
@@ -23,7 +24,8 @@ export const ja: Messages = {
   joinAgain: 'もう一度並ぶ（最後尾から）',
   openingSoon: 'まもなくオープン',
   opensIn: 'あと{eta}でオープンします（{time}）。',
-  openingDraw: 'オープン前にお越しの方の順番は、オープン時に抽選で決まります。早くお越しいただいても有利にはなりません。',
+  openingDraw:
+    'オープン前にお越しの方の順番は、オープン時に抽選で決まります。早くお越しいただいても有利にはなりません。',
   openingWaiting: '待っている人数：{waiting} 人。',
   momentTitle: '少々お待ちください',
   checkingIntro: '列に並ぶ前に、お使いのブラウザを確認しています。すぐに終わります。',

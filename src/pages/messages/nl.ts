@@ -14,7 +14,8 @@ export const nl: Messages = {
   etaAbout: 'ongeveer {time}',
   etaUnknown: 'wordt berekend',
   lottery: 'Wachtenden: {waiting}. Bezoekers worden via loting binnengelaten, dus houd deze pagina open.',
-  keepOpen: 'Deze pagina werkt zichzelf bij en brengt u naar de site zodra u aan de beurt bent. Laat deze pagina dus openstaan.',
+  keepOpen:
+    'Deze pagina werkt zichzelf bij en brengt u naar de site zodra u aan de beurt bent. Laat deze pagina dus openstaan.',
   leave: 'De wachtrij verlaten',
   notify: 'Laat me weten wanneer ik aan de beurt ben',
   turn: 'U bent aan de beurt',
@@ -23,7 +24,8 @@ export const nl: Messages = {
   joinAgain: 'Opnieuw aansluiten (achteraan)',
   openingSoon: 'We gaan zo open',
   opensIn: 'De site gaat open over {eta} ({time}).',
-  openingDraw: 'Iedereen die er vóór de opening is, krijgt dan via loting een plek. Vroeg komen levert dus geen voordeel op.',
+  openingDraw:
+    'Iedereen die er vóór de opening is, krijgt dan via loting een plek. Vroeg komen levert dus geen voordeel op.',
   openingWaiting: 'Wachtenden: {waiting}.',
   momentTitle: 'Een ogenblik',
   checkingIntro: 'We controleren even uw browser voordat u in de wachtrij komt. Dit duurt maar een seconde.',

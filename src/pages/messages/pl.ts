@@ -23,7 +23,8 @@ export const pl: Messages = {
   joinAgain: 'Ustaw się ponownie (na końcu kolejki)',
   openingSoon: 'Zaraz otwieramy',
   opensIn: 'Do otwarcia: {eta} ({time}).',
-  openingDraw: 'Każdy, kto pojawi się przed otwarciem, dostanie wtedy losowo przydzielone miejsce, więc wcześniejsze przyjście nic nie daje.',
+  openingDraw:
+    'Każdy, kto pojawi się przed otwarciem, dostanie wtedy losowo przydzielone miejsce, więc wcześniejsze przyjście nic nie daje.',
   openingWaiting: 'Osób w kolejce: {waiting}.',
   momentTitle: 'Chwileczkę',
   checkingIntro: 'Zanim dołączysz do kolejki, sprawdzamy Twoją przeglądarkę. To potrwa tylko sekundę.',

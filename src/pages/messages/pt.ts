@@ -5,7 +5,8 @@ export const pt: Messages = {
   busyTitle: 'Muito movimento, aguarde um momento',
   busyHeading: 'Muitos visitantes neste momento',
   busyText: 'Deixamos entrar poucas pessoas de cada vez para manter o site no ar.',
-  busyShare: 'Muitas visitas novas estão chegando ao mesmo tempo do seu endereço de rede, então esta aguarda a sua vez.',
+  busyShare:
+    'Muitas visitas novas estão chegando ao mesmo tempo do seu endereço de rede, então esta aguarda a sua vez.',
   retryIn: 'Esta página volta a tentar automaticamente dentro de {seconds} s.',
   tryNow: 'Tentar agora',
   inLine: 'Está na fila',
@@ -14,7 +15,8 @@ export const pt: Messages = {
   etaAbout: 'cerca de {time}',
   etaUnknown: 'em cálculo',
   lottery: 'Pessoas à espera: {waiting}. A entrada é por sorteio, por isso mantenha esta página aberta.',
-  keepOpen: 'Esta página é atualizada automaticamente e abre o site quando chegar a sua vez. Por favor, mantenha-a aberta.',
+  keepOpen:
+    'Esta página é atualizada automaticamente e abre o site quando chegar a sua vez. Por favor, mantenha-a aberta.',
   leave: 'Sair da fila',
   notify: 'Avisar-me quando for a minha vez',
   turn: 'Chegou a sua vez',
@@ -23,7 +25,8 @@ export const pt: Messages = {
   joinAgain: 'Voltar à fila (no fim)',
   openingSoon: 'Abre em breve',
   opensIn: 'O site abre em {eta} ({time}).',
-  openingDraw: 'Quem chegar antes da abertura recebe nesse momento um lugar sorteado, por isso chegar mais cedo não dá vantagem.',
+  openingDraw:
+    'Quem chegar antes da abertura recebe nesse momento um lugar sorteado, por isso chegar mais cedo não dá vantagem.',
   openingWaiting: 'Pessoas à espera: {waiting}.',
   momentTitle: 'Só um momento',
   checkingIntro: 'Estamos a verificar o seu navegador antes de entrar na fila; demora apenas um segundo.',

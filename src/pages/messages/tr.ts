@@ -14,7 +14,8 @@ export const tr: Messages = {
   etaAbout: 'yaklaşık {time}',
   etaUnknown: 'hesaplanıyor',
   lottery: 'Bekleyen kişi sayısı: {waiting}. Giriş kurayla belirleniyor; lütfen bu sayfayı açık tutun.',
-  keepOpen: 'Bu sayfa kendiliğinden güncellenir ve sıranız geldiğinde sizi siteye yönlendirir. Lütfen sayfayı kapatmayın.',
+  keepOpen:
+    'Bu sayfa kendiliğinden güncellenir ve sıranız geldiğinde sizi siteye yönlendirir. Lütfen sayfayı kapatmayın.',
   leave: 'Sıradan çıkın',
   notify: 'Sıram gelince bana haber verin',
   turn: 'Sıra sizde',

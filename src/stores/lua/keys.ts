@@ -43,7 +43,28 @@
  */
 
 /** Key suffixes in KEYS order. */
-export const KEY_SUFFIXES = ['h', 'm', 'f', 'q', 's', 'qm', 'r', 'n', 'a', 'x', 'is', 'ic', 'rt', 'ctl', 'ad', 'e', 'cs', 'ct', 'cx', 'lt'] as const
+export const KEY_SUFFIXES = [
+  'h',
+  'm',
+  'f',
+  'q',
+  's',
+  'qm',
+  'r',
+  'n',
+  'a',
+  'x',
+  'is',
+  'ic',
+  'rt',
+  'ctl',
+  'ad',
+  'e',
+  'cs',
+  'ct',
+  'cx',
+  'lt',
+] as const
 
 /** Pre-queue places score `shuffle - PRE_QUEUE_BASE`: below every arrival number, in key order. */
 export const PRE_QUEUE_BASE = 2 ** 52

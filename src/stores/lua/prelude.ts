@@ -8,10 +8,27 @@
  */
 
 import { luaLeaseCodes, luaReplies } from './boundary.js'
-import { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+import {
+  ADMISSION_WINDOW_MS,
+  ENDED_VISITS,
+  FENCE_KEEP_MS,
+  KEY_SLACK_MS,
+  RELEASED_KEEP_MS,
+  RELEASED_MEMORY,
+} from './keys.js'
 import { SHARE_FUNCTIONS } from './shares.js'
 
-export { ADMISSION_WINDOW_MS, ENDED_VISITS, FENCE_KEEP_MS, KEY_SLACK_MS, KEY_SUFFIXES, LEFT_KEEP_MS, PRE_QUEUE_BASE, RELEASED_KEEP_MS, RELEASED_MEMORY } from './keys.js'
+export {
+  ADMISSION_WINDOW_MS,
+  ENDED_VISITS,
+  FENCE_KEEP_MS,
+  KEY_SLACK_MS,
+  KEY_SUFFIXES,
+  LEFT_KEEP_MS,
+  PRE_QUEUE_BASE,
+  RELEASED_KEEP_MS,
+  RELEASED_MEMORY,
+} from './keys.js'
 export { SHARE_KEEP_MS } from './shares.js'
 
 /** Lapsed places removed per variadic call (well under Lua's unpack limit). */

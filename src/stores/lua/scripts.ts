@@ -194,7 +194,16 @@ return with_ended(result)
 )
 
 /** One plain acquire's fields in the batch's ARGV list. */
-export const ACQUIRE_MANY_ITEM = { token: 's', limit: 'n', ttl: 'n', weight: 'n', client: 's', sharePlaces: 'n', shareSlots: 'n', sharePerMinute: 'n' } as const
+export const ACQUIRE_MANY_ITEM = {
+  token: 's',
+  limit: 'n',
+  ttl: 'n',
+  weight: 'n',
+  client: 's',
+  sharePlaces: 'n',
+  shareSlots: 'n',
+  sharePerMinute: 'n',
+} as const
 
 /**
  * Many plain acquires (no line) of one semaphore in one call, decided one after another, each as
@@ -445,4 +454,19 @@ return #tokens
 )
 
 /** Every script, for registration checks and the Lua lint. */
-export const SCRIPTS = [ACQUIRE, ACQUIRE_MANY, REFRESH, RELEASE, ABANDON, LEAVE, LEASE_STATE, STATE, STATUS, REPORT, CONTROL, ADAPT, ADAPT_COMMIT, FORCE_RELEASE_ALL] as const
+export const SCRIPTS = [
+  ACQUIRE,
+  ACQUIRE_MANY,
+  REFRESH,
+  RELEASE,
+  ABANDON,
+  LEAVE,
+  LEASE_STATE,
+  STATE,
+  STATUS,
+  REPORT,
+  CONTROL,
+  ADAPT,
+  ADAPT_COMMIT,
+  FORCE_RELEASE_ALL,
+] as const
