@@ -14,7 +14,7 @@ export { DASHBOARD_SCRIPT }
 
 export const DASHBOARD_STYLE =
   'body{margin:0;font:14px/1.4 system-ui,sans-serif;background:#f4f5f7;color:#1d2330}header{padding:.8em 1.2em;' +
-  'background:#1d2330;color:#fff;display:flex;gap:1em;align-items:baseline}header small{opacity:.7}' +
+  'background:#1d2330;color:#fff;display:flex;gap:1em;align-items:baseline}header h1{margin:0;font-size:1em}header small{opacity:.7}' +
   'section{background:#fff;margin:1em;padding:1em;border-radius:8px;box-shadow:0 1px 3px #0002}' +
   'h2{margin:0 0 .6em;font-size:1.2em}.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(9em,1fr));gap:.6em}' +
   '.tile{background:#f4f5f7;border-radius:6px;padding:.5em .7em}.tile b{display:block;font-size:1.6em}' +
@@ -50,7 +50,7 @@ export function renderDashboardPage(options: {
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
     '<meta name="robots" content="noindex"><title>airlock-shield: dashboard</title>' +
-    `<style>${DASHBOARD_STYLE}</style></head><body><header><b>airlock-shield</b><span>${options.names.length} gate(s)</span>` +
+    `<style>${DASHBOARD_STYLE}</style></head><body><header><h1>airlock-shield</h1><span>${options.names.length} gate(s)</span>` +
     `<small id="u">connecting...</small></header><main id="d" data-controls="${options.controls ? 1 : 0}" data-history="${options.history === false ? 0 : 1}" data-interval="${options.interval ?? 1000}"></main>` +
     `<script>${DASHBOARD_SCRIPT}</script></body></html>`
   )

@@ -5,7 +5,7 @@
  */
 import type { HistoryReport, HistoryRow } from '../core/report.js'
 import { lineChart, type Series } from './chart.js'
-import { escapeHtml, sha256Source } from './csp.js'
+import { escapeHtml, REDUCED_MOTION, sha256Source } from './csp.js'
 
 const STYLE =
   'body{margin:0;font:14px/1.45 system-ui,sans-serif;background:#f4f5f7;color:#1d2330}header{padding:1em 1.5em;background:#1d2330;color:#fff}' +
@@ -16,7 +16,8 @@ const STYLE =
   'table{border-collapse:collapse;width:100%;font-size:.9em}td,th{text-align:left;padding:.25em .5em;border-bottom:1px solid #e3e5e8}' +
   'td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}' +
   '@media print{body{background:#fff;font-size:11pt}header{background:none;color:#000;border-bottom:2px solid #000}' +
-  'section{box-shadow:none;border:1px solid #ccc;break-inside:avoid}.charts{grid-template-columns:1fr 1fr}@page{margin:12mm}}'
+  'section{box-shadow:none;border:1px solid #ccc;break-inside:avoid}.charts{grid-template-columns:1fr 1fr}@page{margin:12mm}}' +
+  REDUCED_MOTION
 
 /** The page's Content-Security-Policy: its inline style, nothing else (no script, no request). */
 export const REPORT_CSP = `default-src 'none'; style-src ${sha256Source(STYLE)}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`

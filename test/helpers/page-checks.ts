@@ -1,5 +1,5 @@
 /**
- * Checks of a page in real Chromium: axe-core (WCAG 2.1 A and AA rules; injected by the test: the
+ * Checks of a page in real Chromium: axe-core (WCAG 2.1 A and AA rules and its best practices; injected by the test: the
  * pages' own policies allow only their hashed scripts, so the context bypasses the CSP), the
  * console's errors, and a report page's SVG charts.
  */
@@ -19,7 +19,7 @@ export async function axeViolations(
         axe: { run(o: object): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> }
       }
     ).axe
-      .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+      .run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })
       .then((r) => r.violations),
   )) as { id: string; help: string; nodes: { target: string[] }[] }[]
 }
