@@ -1,7 +1,25 @@
 /** The store contract: the line (positions, reservations, eviction, claim windows, wake-ups, lottery). */
-import type { QueueRequest } from '../stores/types.js'
+import type { AcquireRequest, QueueRequest, Store } from '../stores/types.js'
 import type { ContractContext, TestApi } from './types.js'
 import { LINE, sleep } from './util.js'
+
+/**
+ * A semaphore of one slot, held by `holder`, with `head` and `next` in line behind it (in that order,
+ * each with the line settings `queue`).
+ */
+async function twoInLine(
+  ctx: ContractContext,
+  queue: QueueRequest = LINE,
+): Promise<{ name: string; store: Store; holder: AcquireRequest; head: AcquireRequest; next: AcquireRequest }> {
+  const { name, store } = ctx.fresh()
+  const holder = ctx.req({ limit: 1 })
+  await store.acquire(name, holder)
+  const head = ctx.req({ limit: 1, queue })
+  const next = ctx.req({ limit: 1, queue })
+  await store.acquire(name, head)
+  await store.acquire(name, next)
+  return { name, store, holder, head, next }
+}
 
 export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   it('queues in arrival order and shows exact positions', async () => {
@@ -21,13 +39,7 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   })
 
   it('lets only the head in: not a later waiter, not a newcomer without a place', async () => {
-    const { name, store } = ctx.fresh()
-    const holder = ctx.req({ limit: 1 })
-    await store.acquire(name, holder)
-    const head = ctx.req({ limit: 1, queue: LINE })
-    const second = ctx.req({ limit: 1, queue: LINE })
-    await store.acquire(name, head)
-    await store.acquire(name, second)
+    const { name, store, holder, head, next: second } = await twoInLine(ctx)
     await store.release(name, holder.token)
     expect((await store.acquire(name, second)).status).toBe('queued')
     expect((await store.acquire(name, ctx.req({ limit: 1 }))).status).toBe('busy')
@@ -131,14 +143,7 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   })
 
   it('skips a head that does not claim its reserved slot within the claim window', async () => {
-    const { name, store } = ctx.fresh()
-    const holder = ctx.req({ limit: 1 })
-    await store.acquire(name, holder)
-    const line = { ...LINE, claimWindow: 200 }
-    const head = ctx.req({ limit: 1, queue: line })
-    const next = ctx.req({ limit: 1, queue: line })
-    await store.acquire(name, head)
-    await store.acquire(name, next)
+    const { name, store, holder, head, next } = await twoInLine(ctx, { ...LINE, claimWindow: 200 })
     await store.release(name, holder.token)
     // `next` polls: the slot is reserved for `head` for its claim window.
     expect(await store.acquire(name, next)).toMatchObject({ status: 'queued', position: 2 })
@@ -149,25 +154,14 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   })
 
   it('leave() takes a waiter out; positions shift up', async () => {
-    const { name, store } = ctx.fresh()
-    await store.acquire(name, ctx.req({ limit: 1 }))
-    const a = ctx.req({ limit: 1, queue: LINE })
-    const b = ctx.req({ limit: 1, queue: LINE })
-    await store.acquire(name, a)
-    await store.acquire(name, b)
+    const { name, store, head: a, next: b } = await twoInLine(ctx)
     expect(await store.leave(name, a.token)).toBe(true)
     expect(await store.leave(name, a.token)).toBe(false)
     expect(await store.acquire(name, b)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
   })
 
   it('leave(keepOut) keeps the leaver out for a moment: a line request for it is absent, takes no place, no slot', async () => {
-    const { name, store } = ctx.fresh()
-    const holder = ctx.req({ limit: 1 })
-    await store.acquire(name, holder)
-    const a = ctx.req({ limit: 1, queue: LINE })
-    const b = ctx.req({ limit: 1, queue: LINE })
-    await store.acquire(name, a)
-    await store.acquire(name, b)
+    const { name, store, holder, head: a, next: b } = await twoInLine(ctx)
     expect(await store.leave(name, a.token, true)).toBe(true)
     expect((await store.acquire(name, a)).status).toBe('absent') // a poll already on its way
     expect(await store.acquire(name, b)).toMatchObject({ status: 'queued', position: 1, waiting: 1 })
@@ -251,14 +245,8 @@ export function lineCases({ it, expect }: TestApi, ctx: ContractContext): void {
   })
 
   it('treats a head that let its claim window pass as a newcomer when it calls itself', async () => {
-    const { name, store } = ctx.fresh()
-    const holder = ctx.req({ limit: 1 })
-    await store.acquire(name, holder)
     const line = { ...LINE, claimWindow: 150 }
-    const head = ctx.req({ limit: 1, queue: line })
-    const next = ctx.req({ limit: 1, queue: line })
-    await store.acquire(name, head)
-    await store.acquire(name, next)
+    const { name, store, holder, head, next } = await twoInLine(ctx, line)
     await store.release(name, holder.token)
     expect(await store.acquire(name, { ...next, queue: { ...line, admit: false } })).toMatchObject({ position: 2 })
     await sleep(250)
