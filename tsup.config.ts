@@ -1,23 +1,11 @@
 import { defineConfig } from 'tsup'
 
-// Optional peers stay external so a user who does not use them never loads them.
-const external = ['ioredis', 'fastify', 'fastify-plugin', 'express', 'hono', 'koa', 'prom-client']
+import { ENTRIES, EXTERNAL_PEERS } from './src/entries.js'
 
-/** One entry point per optional peer (see package.json "exports"). */
-export const ENTRIES = {
-  index: 'src/index.ts',
-  fastify: 'src/fastify.ts',
-  express: 'src/express.ts',
-  fetch: 'src/fetch.ts',
-  hono: 'src/hono.ts',
-  koa: 'src/koa.ts',
-  redis: 'src/redis.ts',
-  'lock-server': 'src/lock-server.ts',
-  testing: 'src/testing/index.ts',
-  prometheus: 'src/prometheus.ts',
-  dashboard: 'src/dashboard.ts',
-  proxy: 'src/proxy.ts',
-}
+export { ENTRIES }
+
+// Optional peers stay external so a user who does not use them never loads them (src/entries.ts).
+const external = [...EXTERNAL_PEERS]
 
 export default defineConfig([
   {

@@ -15,6 +15,9 @@ import { airlock as expressAirlock } from '../src/express.js'
 import { airlock as fetchAirlock } from '../src/fetch.js'
 import { airlock as honoAirlock } from '../src/hono.js'
 import { airlock as koaAirlock } from '../src/koa.js'
+import { airlock as nodeAirlock } from '../src/node.js'
+import { ADAPTER_NAMES } from '../src/entries.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { memoryStore } from '../src/stores/memory.js'
 
 const N = Number(process.env.N ?? 20_000)
@@ -101,6 +104,16 @@ const scenarios: Record<string, () => Promise<Send>> = {
     app.use((ctx) => void (ctx.body = 'hello world'))
     return viaInject(app.callback() as never)
   },
+  'node empty': async () =>
+    viaInject(((req: IncomingMessage, res: ServerResponse) => {
+      const hello = (): void => void res.end('hello world')
+      ;((_q: IncomingMessage, _s: ServerResponse, next: () => void) => next())(req, res, hello)
+    }) as never),
+  'node gate': async () => {
+    const shield = nodeAirlock(options())
+    return viaInject(((req: IncomingMessage, res: ServerResponse) =>
+      shield(req, res, () => void res.end('hello world'))) as never)
+  },
   'fetch empty': async () => viaFetch((r) => ((_r: Request) => new Response('hello world'))(r)),
   'fetch gate': async () => viaFetch(fetchAirlock(options()).wrap(() => new Response('hello world'))),
   'hono empty': async () => {
@@ -128,7 +141,7 @@ if (json) {
   console.log(JSON.stringify(out))
   process.exit(0)
 }
-for (const fw of ['fastify', 'express', 'koa', 'fetch', 'hono']) {
+for (const fw of ADAPTER_NAMES) {
   if (out[`${fw} gate`] === undefined) continue
   console.log(
     `${fw.padEnd(8)} empty ${String(out[`${fw} empty`]).padStart(6)} B/req  gate ${String(out[`${fw} gate`]).padStart(6)} B/req  the gate's own ${out[`${fw} gate`]! - out[`${fw} empty`]!} B/req`,

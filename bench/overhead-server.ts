@@ -12,7 +12,7 @@
  */
 import diagnostics from 'node:diagnostics_channel'
 import { existsSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import { Hono } from 'hono'
 import Koa from 'koa'
@@ -27,6 +27,8 @@ import type { AirlockMiddleware } from '../src/express.js'
 import type { airlock as FetchAirlock } from '../src/fetch.js'
 import type { airlock as HonoAirlock } from '../src/hono.js'
 import type { airlock as KoaAirlock } from '../src/koa.js'
+import type { airlock as NodeAirlock } from '../src/node.js'
+import { ADAPTER_NAMES, type AdapterName } from '../src/entries.js'
 import type { airlockShield as AirlockShield } from '../src/fastify.js'
 import type { memoryStore as MemoryStore } from '../src/index.js'
 import type { redisStore as RedisStoreFactory } from '../src/redis.js'
@@ -61,7 +63,8 @@ const redis = (options: RedisOptions = {}): Redis => {
   return c
 }
 
-export type Framework = 'fastify' | 'express' | 'fetch' | 'hono' | 'koa'
+/** Every adapter of the list (src/entries.ts) has its rows here: checked when the scenarios are made. */
+export type Framework = AdapterName
 interface App {
   framework: Framework
   /** The bench must send a pass cookie (fetched once before measuring). */
@@ -122,6 +125,21 @@ async function served(
 const fetchAirlock = () => from<typeof FetchAirlock>('fetch', 'airlock')
 const honoAirlock = () => from<typeof HonoAirlock>('hono', 'airlock')
 const koaAirlock = () => from<typeof KoaAirlock>('koa', 'airlock')
+const nodeAirlock = () => from<typeof NodeAirlock>('node', 'airlock')
+
+type NodeShield = (req: IncomingMessage, res: ServerResponse, next: (airlock: unknown) => void) => void
+
+/** Plain node:http (no framework), with a shield of the node adapter's shape in front, or none. */
+async function nodeSite(gate?: NodeShield & Partial<{ close(): Promise<void> }>): Promise<Omit<App, 'pass'>> {
+  const hello = (_req: IncomingMessage, res: ServerResponse): void => {
+    res.setHeader('content-type', 'text/plain; charset=utf-8')
+    res.end('hello world')
+  }
+  const server = createServer(gate === undefined ? hello : (req, res) => gate(req, res, () => hello(req, res)))
+  return served('node', server, gate?.close === undefined ? undefined : { close: gate.close })
+}
+/** A middleware of the node adapter's shape that does nothing. */
+const emptyNode: NodeShield = (_req, _res, next) => next(undefined)
 
 /** A plain fetch handler on @hono/node-server (no framework): as `Bun.serve` or `Deno.serve` would be given it. */
 async function fetchSite(
@@ -318,12 +336,31 @@ const scenarios: Record<string, [boolean, () => Promise<Omit<App, 'pass'>>]> = {
     true,
     async () => honoSite((await honoAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
   ],
+  'node bare': [false, () => nodeSite()],
+  'node + empty middleware': [false, () => nodeSite(emptyNode)],
+  'node + gate, pass holders, memory': [
+    true,
+    async () => nodeSite((await nodeAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
+  ],
   'koa bare': [false, () => koaSite()],
   'koa + empty middleware': [false, () => koaSite(emptyKoa)],
   'koa + gate, pass holders, memory': [
     true,
     async () => koaSite((await koaAirlock())({ limit: LIMIT, store: memoryStore(), secret: SECRET })),
   ],
+}
+
+// Every adapter of the list has its three rows (bare, empty middleware, gated): a new one is measured too.
+for (const framework of ADAPTER_NAMES) {
+  const rows = Object.keys(scenarios).filter((name) => name.startsWith(`${framework} `))
+  if (
+    !rows.some((r) => r.endsWith(' bare')) ||
+    !rows.some((r) => / \+ empty /.test(r)) ||
+    !rows.some((r) => / \+ gate, /.test(r))
+  )
+    throw new Error(
+      `bench/overhead-server.ts: the adapter '${framework}' (src/entries.ts) needs its bare, empty-middleware and gated rows`,
+    )
 }
 
 if (process.env.LIST) {

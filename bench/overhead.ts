@@ -21,6 +21,7 @@
  * package first, and the COMPARE commit's too, and measure dist/, what users run; by default the servers run src/ through tsx,
  * whose `keepNames` helpers add a call to every function the gate makes per request).
  */
+import type { AdapterName } from '../src/entries.js'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -61,7 +62,7 @@ const measured = serverEnv.AIRLOCK_SRC ?? 'src/ (tsx)'
 
 interface Target {
   port: number
-  framework: 'fastify' | 'express' | 'fetch' | 'hono' | 'koa'
+  framework: AdapterName
   pass: boolean
   server: ChildProcess
 }

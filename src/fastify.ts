@@ -4,4 +4,8 @@
  * @packageDocumentation
  */
 export * from './fastify/plugin.js'
+export { airlockDashboard } from './fastify/dashboard.js'
 export { default } from './fastify/plugin.js'
+
+/** `AirlockControl` (deprecated, goes in 0.3): the old name of {@link AirlockHandle}, kept here, by the request it names; the root entry no longer has it (beside `airlockControl()`, the live control). */
+export type { AirlockControl, AirlockHandle } from './gate/types.js'

@@ -44,7 +44,7 @@ export {
   type WaitingRoomStatus,
   type WithAdmittedOptions,
 } from './core/waiting-room.js'
-export { memoryStore, MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
+export { memoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export type {
   AcquireRequest,
   AcquireResult,
@@ -71,7 +71,6 @@ export {
 export type {
   AdmitDecision,
   AirlockHandle,
-  AirlockControl,
   BusyDecision,
   BypassDecision,
   GateCookieOptions,
@@ -85,7 +84,7 @@ export type {
   RequestSlot,
   RequestView,
 } from './gate/types.js'
-export type { GateHistoryOptions, GateQueueOptions } from './gate/option-types.js'
+export type { GateBusyOptions, GateHistoryOptions, GateQueueOptions } from './gate/option-types.js'
 export {
   airlockReport,
   reportCsv,
@@ -98,7 +97,7 @@ export {
 export { renderReportHtml, REPORT_CSP } from './pages/report.js'
 export type { ReleasedBy, VisitSink } from './gate/tally-types.js'
 export type { Duration } from './base/validate.js'
-export type { GateCounters, InstanceReport } from './gate/status-types.js'
+export type { GateCounters, InstanceReport, InstanceStatus } from './gate/status-types.js'
 export {
   CHANNELS,
   type BreakerEvent,

@@ -6,9 +6,11 @@
  */
 import type { ServerResponse } from 'node:http'
 import type Koa from 'koa'
+import { passesThrough } from './gate/admission.js'
 import { createGate, type Gate } from './gate/gate.js'
-import { COMMAND_HEADER, cookieList, GateHandle, runCommand } from './gate/handle.js'
-import type { AirlockHandle, GateDecision, GateOptions, RequestSlot, RequestView } from './gate/types.js'
+import { COMMAND_HEADER } from './gate/handle.js'
+import type { AirlockHandle, GateOptions, GateResponse, RequestView } from './gate/types.js'
+import { NodeAdmission } from './node/response.js'
 
 declare module 'koa' {
   interface DefaultState {
@@ -50,47 +52,30 @@ class KoaView implements RequestView<KoaContext> {
   }
 }
 
-/** `ctx.state.airlock`: the decision, and its release on Koa's response. */
-class KoaHandle extends GateHandle<KoaContext> {
-  constructor(
-    gate: Gate<KoaContext>,
-    decision: GateDecision,
-    private readonly ctx: KoaContext,
-  ) {
-    super(gate, decision)
-  }
-  protected cookies(): string[] | undefined {
-    return this.ctx.res.headersSent ? undefined : cookieList(this.ctx.res.getHeader('set-cookie'))
-  }
-  protected setCookies(cookies: string[]): void {
-    this.ctx.res.setHeader('set-cookie', cookies)
-  }
-  protected secure(): boolean {
-    return this.ctx.secure
-  }
-}
-
-/** Calls `done` once the response is over: at once when it already is, else when it finishes or its connection closes. */
-function whenOver(res: ServerResponse, done: () => void): void {
-  if (res.writableFinished || res.destroyed) return done()
+/**
+ * Calls `done` once the response is over: at once when it already is, else when it finishes or its
+ * connection closes. `sent`: the response was sent whole (not cut off by the client leaving).
+ */
+function whenOver(res: ServerResponse, done: (sent: boolean) => void): void {
+  if (res.writableFinished || res.destroyed) return done(res.writableFinished)
   const once = (): void => {
     res.off('finish', once)
     res.off('close', once)
-    done()
+    done(res.writableFinished)
   }
   res.once('finish', once)
   res.once('close', once)
 }
 
 /** The gate's answer, through Koa (its `Vary` joined to what the app already varies on). */
-function answer(ctx: KoaContext, d: GateDecision & { response: NonNullable<GateDecision['response']> }): void {
-  ctx.status = d.response.status
-  for (const [k, v] of Object.entries(d.response.headers)) {
+function answer(ctx: KoaContext, response: GateResponse): void {
+  ctx.status = response.status
+  for (const [k, v] of Object.entries(response.headers)) {
     if (k === 'vary') ctx.vary(v)
     else ctx.set(k, v)
   }
   // Koa sizes HEAD answers by the body it is given (the GET's, with its Content-Length) and sends none.
-  ctx.body = d.response.status === 204 ? null : d.response.body
+  ctx.body = response.status === 204 ? null : response.body
 }
 
 /**
@@ -102,33 +87,31 @@ export function airlock(options?: GateOptions<KoaContext>): KoaAirlock {
   const gate = createGate<KoaContext>(options)
 
   const middleware = async (ctx: KoaContext, next: () => Promise<unknown>): Promise<void> => {
-    const decided = gate.decide(new KoaView(ctx))
+    const view = new KoaView(ctx)
+    const decided = gate.decide(view)
     const d = decided instanceof Promise ? await decided : decided
+    if (passesThrough(d)) return void (await next())
     const res = ctx.res
-    if (d.setCookie !== undefined) ctx.append('set-cookie', d.setCookie)
-    if (d.response !== undefined) return answer(ctx, d as Parameters<typeof answer>[1])
-    let handle: AirlockHandle | undefined
-    if (d.kind !== 'bypass') ctx.state.airlock = handle = new KoaHandle(gate, d, ctx)
-    if (d.kind === 'admit' && d.headers !== undefined) for (const [k, v] of Object.entries(d.headers)) ctx.append(k, v)
-    const slot: RequestSlot | undefined = d.kind === 'admit' ? d.slot : undefined
-    const t0 = slot === undefined && gate.measures(d) ? performance.now() : -1
+    const admission = new NodeAdmission(gate, d, res, view)
+    const gateAnswer = admission.open()
+    if (gateAnswer !== undefined) return answer(ctx, gateAnswer)
+    if (d.kind !== 'bypass') ctx.state.airlock = admission
     try {
       await next()
     } catch (err) {
       // Koa answers the error (a 5xx) after this: the route's work is over, and it failed.
-      void slot?.release(true)
-      if (t0 >= 0) gate.measure(performance.now() - t0, true, d)
+      admission.failed()
       throw err
     }
     // `Airlock-Command: release` set by the route: acted on, never sent.
-    const command = res.headersSent ? undefined : res.getHeader(COMMAND_HEADER)
-    if (command !== undefined && handle !== undefined) {
+    const command = res.headersSent || d.kind === 'bypass' ? undefined : res.getHeader(COMMAND_HEADER)
+    if (command !== undefined) {
       res.removeHeader(COMMAND_HEADER)
-      runCommand(handle, command)
+      admission.command(command)
     }
-    // The route's work is over, but a streamed body is still being made: the slot is free once it is sent (or the client left).
-    if (slot !== undefined) whenOver(res, () => void slot.release(ctx.status >= 500))
-    else if (t0 >= 0) whenOver(res, () => gate.measure(performance.now() - t0, ctx.status >= 500, d))
+    // The route's work is over, but a streamed body is still being made: the slot is free once it is
+    // sent (or the client left: then nothing is measured).
+    if (admission.watches) whenOver(res, (sent) => admission.ended(sent ? ctx.status : undefined))
   }
   return Object.assign(middleware, { gate, close: () => gate.close() })
 }

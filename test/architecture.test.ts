@@ -7,9 +7,13 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, normalize, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { spawnSync } from 'node:child_process'
+import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { ADAPTER_NAMES, ADAPTERS, EXTERNAL_PEERS } from '../src/entries.js'
 
 const src = fileURLToPath(new URL('../src', import.meta.url))
+const root = fileURLToPath(new URL('..', import.meta.url))
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -153,24 +157,53 @@ describe('src/ architecture', () => {
     return [...found].sort()
   }
 
-  it('each adapter reaches its own framework only; the fetch adapter none', () => {
-    const frameworks = [
-      'fastify',
-      'fastify-plugin',
-      'express',
-      'hono',
-      'koa',
-      '@hono/node-server',
-      'ioredis',
-      'undici',
-      'prom-client',
-    ]
+  it('each adapter (src/entries.ts) reaches its own framework only, as its entry in the list says', () => {
+    const frameworks = [...EXTERNAL_PEERS, '@hono/node-server', 'undici']
     const peers = (entry: string) => reached(entry).filter((p) => frameworks.includes(p))
-    expect(peers('fetch.ts')).toEqual([])
-    expect(peers('hono.ts')).toEqual(['hono'])
-    expect(peers('koa.ts')).toEqual(['koa'])
-    expect(peers('express.ts')).toEqual([])
-    expect(peers('fastify.ts')).toEqual(['fastify', 'fastify-plugin'])
+    for (const name of ADAPTER_NAMES) {
+      const { file, peers: listed } = ADAPTERS[name]
+      expect(peers(relative(src, join(root, file))), name).toEqual([...listed].sort())
+    }
+    expect(ADAPTERS.fetch.peers).toEqual([])
+  })
+
+  it('the root entry exports no two names that differ by case only (airlockControl() and AirlockControl were two ideas)', () => {
+    const program = ts.createProgram([join(src, 'index.ts')], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+      noEmit: true,
+    })
+    const checker = program.getTypeChecker()
+    const names = checker
+      .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(join(src, 'index.ts'))!)!)
+      .map((s) => s.name)
+    expect(names.length).toBeGreaterThan(50)
+    const byCase = new Map<string, string[]>()
+    for (const n of names) byCase.set(n.toLowerCase(), [...(byCase.get(n.toLowerCase()) ?? []), n])
+    expect([...byCase.values()].filter((group) => group.length > 1)).toEqual([])
+  })
+
+  it('package.json ("exports", "typesVersions") and tsconfig.json ("paths") match the list of entries (npm run entries)', () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'tools/entries.ts', '--check'], {
+      cwd: root,
+      encoding: 'utf8',
+    })
+    expect(run.stderr).toBe('')
+    expect(run.status).toBe(0)
+  })
+
+  it('every adapter has its HTTP suite (test/http/<name>*.test.ts) and its page in docs/stacks.md or the README', () => {
+    const suites = readdirSync(join(root, 'test/http')).filter((f) => f.endsWith('.test.ts'))
+    const docs = readFileSync(join(root, 'docs/stacks.md'), 'utf8') + readFileSync(join(root, 'README.md'), 'utf8')
+    for (const name of ADAPTER_NAMES) {
+      expect(
+        suites.some((f) => f.startsWith(name)),
+        `test/http/${name}.test.ts`,
+      ).toBe(true)
+      expect(docs, `airlock-shield/${name} in the docs`).toContain(`airlock-shield/${name}`)
+    }
   })
 
   it("the Web-standard adapter's own files use Web APIs only; the Node modules the gate still needs are these (docs/stacks.md)", () => {

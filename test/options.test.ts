@@ -194,3 +194,64 @@ describe('options the adversarial run found accepted (issue 25)', () => {
     await server.close()
   })
 })
+
+describe('leftovers the options fuzz let through (issue 42)', () => {
+  const gate = (options: Record<string, unknown>) =>
+    createGate({ secret: SECRET, logger: recordingLogger(), store: memoryStore(), ...options } as never)
+
+  it('a limit of 2^31 or more is refused, naming the option, the largest count and what to do instead', async () => {
+    expect(() => gate({ limit: PAST_TIMER })).toThrow(
+      'limit must be at most 2147483647 (2^31 − 1; no site serves more visitors or requests at once: to let everyone in, leave the route ungated with bypass or skip), got 2147483648',
+    )
+    expect(() => gate({ limit: { min: 1, max: PAST_TIMER } })).toThrow(
+      'limit.max must be at most 2147483647 (2^31 − 1; no site serves more visitors or requests at once), got 2147483648',
+    )
+    expect(() => gate({ limit: { min: PAST_TIMER, max: 2 ** 32 } })).toThrow(/^limit\.min must be at most 2147483647/)
+    expect(() => gate({ cacheSize: PAST_TIMER })).toThrow(/^cacheSize must be at most 2147483647 \(2\^31 − 1; /)
+    expect(() => gate({ clientShare: { places: PAST_TIMER } })).toThrow(
+      /^clientShare\.places must be at most 2147483647/,
+    )
+    expect(() => gate({ clientShare: { perMinute: PAST_TIMER } })).toThrow(
+      /^clientShare\.perMinute must be at most 2147483647/,
+    )
+    for (const largest of [{ limit: LONGEST }, { limit: { min: 1, max: LONGEST } }, { cacheSize: LONGEST }]) {
+      const g = gate(largest)
+      expect(g.limit, JSON.stringify(largest)).toBeGreaterThanOrEqual(1)
+      await g.close()
+    }
+  })
+
+  it("the proxy's bodyLimit 0 is refused, saying what it would not do and what to do instead", async () => {
+    const { createProxy } = await import('../src/proxy.js')
+    await expect(createProxy({ target: 'http://127.0.0.1:9', bodyLimit: 0, secret: SECRET })).rejects.toThrow(
+      'bodyLimit must be a whole number of bytes, at least 1 (a request whose Content-Length is over it gets 413), got 0: ' +
+        '0 would not refuse bodies (a chunked body has no Content-Length and is streamed); to refuse request bodies, refuse them at the origin',
+    )
+    const proxy = await createProxy({
+      target: 'http://127.0.0.1:9',
+      bodyLimit: 1,
+      secret: SECRET,
+      store: memoryStore(),
+    })
+    await proxy.close()
+  })
+
+  it("the proxy's trustProxy takes a hop count as Express and Fastify do; a count that is none is refused naming it", async () => {
+    const { createProxy } = await import('../src/proxy.js')
+    for (const hops of [0, 1, 2]) {
+      const proxy = await createProxy({
+        target: 'http://127.0.0.1:9',
+        trustProxy: hops,
+        secret: SECRET,
+        store: memoryStore(),
+      })
+      await proxy.close()
+    }
+    for (const bad of [-1, 1.5, Number.NaN, Infinity, PAST_TIMER]) {
+      await expect(
+        createProxy({ target: 'http://127.0.0.1:9', trustProxy: bad, secret: SECRET }),
+        String(bad),
+      ).rejects.toThrow(/^trustProxy must be true, false, a number of hops/)
+    }
+  })
+})

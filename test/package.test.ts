@@ -318,6 +318,24 @@ const server = app.listen(0, '127.0.0.1', async () => {
 `,
         expected: { first: 'admit', second: 503, held: 1 },
       },
+      node: {
+        peers: [],
+        absent: ['express', 'fastify', 'hono', 'koa', 'ioredis'],
+        main: `import { createServer } from 'node:http'
+import { airlock } from 'airlock-shield/node'
+const shield = airlock({ limit: 1, secret: ${SECRET} })
+const server = createServer((req, res) => shield(req, res, (handle) => { res.end(handle.decision?.kind ?? 'none') }))
+server.listen(0, '127.0.0.1', async () => {
+  const url = 'http://127.0.0.1:' + (server.address() as { port: number }).port + '/'
+  const first = await (await fetch(url)).text()
+  const second = (await fetch(url)).status
+  console.log(JSON.stringify({ first, second, held: (await shield.gate.state()).held }))
+  server.close()
+  await shield.close()
+})
+`,
+        expected: { first: 'admit', second: 503, held: 1 },
+      },
       memory: {
         peers: [],
         cjs: true,

@@ -190,6 +190,7 @@ const RECIPES: Record<string, Recipe> = {
   fetch: { check: checkStack },
   hono: { check: checkStack },
   koa: { check: checkStack },
+  node: { check: checkStack },
   'cron-overlap': {
     needs: 'redis',
     before: `

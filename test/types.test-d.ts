@@ -7,10 +7,9 @@ import Koa from 'koa'
 import { airlock as fetchAirlock, type FetchAnswer } from '../src/fetch.js'
 import { airlock as honoAirlock, type AirlockVariables } from '../src/hono.js'
 import { airlock as koaAirlock, type KoaContext } from '../src/koa.js'
-import { airlockShield, type AirlockRouteConfig } from '../src/fastify.js'
+import { airlockShield, type AirlockControl, type AirlockRouteConfig } from '../src/fastify.js'
 import {
   createGate,
-  type AirlockControl,
   type AirlockHandle,
   type Gate,
   type GateDecision,
@@ -38,7 +37,7 @@ describe('Fastify types', () => {
     void app.register(airlockShield, { queue: { order: 'lifo' } })
     app.get('/', async (_req, reply) => {
       expectTypeOf(reply.airlock).toEqualTypeOf<AirlockHandle>()
-      // The old name, kept one release as a deprecated alias.
+      // The old name, kept until 0.3 as a deprecated alias, from the adapters' entries (not the root's).
       expectTypeOf<AirlockControl>().toEqualTypeOf<AirlockHandle>()
       expectTypeOf(reply.airlock.release).returns.resolves.toEqualTypeOf<boolean>()
       expectTypeOf(reply.airlock.decision).toEqualTypeOf<GateDecision | undefined>()

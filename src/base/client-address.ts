@@ -53,24 +53,47 @@ export function addressBlock(text: string): string | undefined {
     .join(':')}::/64`
 }
 
-/** Whether a peer's forwarding headers are believed. */
-export type TrustPolicy = (address: string) => boolean
+/**
+ * Whether a hop's forwarding headers are believed: `address` is the hop's, `hop` how far it is from
+ * this server (0, the default: the connection's peer; 1: the nearest `X-Forwarded-For` entry, the
+ * one the peer wrote; and so on), as Express's and Fastify's trust functions (proxy-addr) are asked.
+ */
+export type TrustPolicy = (address: string, hop?: number) => boolean
+
+/**
+ * A `trustProxy` option: `false` (nobody), `true` (every hop), a number of hops (`1`: the peer is
+ * your one proxy), or addresses, CIDRs and the names `loopback`, `linklocal`, `uniquelocal` (an
+ * array, or one comma-separated string). As Express's `trust proxy` and Fastify's `trustProxy` take it.
+ */
+export type TrustProxyOption = boolean | number | string | readonly string[]
 
 export const TRUST_NONE: TrustPolicy = () => false
 
+/** The most hops a `trustProxy` count may name (2^31 − 1: a count, not a timer; any real chain is far shorter). */
+const MAX_HOPS = 2 ** 31 - 1
+
 /**
  * A `trustProxy` option as a policy: `false` (nobody), `true` (every peer: only where every
- * client comes through proxies you run), or addresses, CIDRs and the names `loopback`,
+ * client comes through proxies you run), a number of hops `n` (the peer and the `n − 1` nearest
+ * `X-Forwarded-For` entries are trusted: the client is the `n`-th entry from the right, as Express
+ * and Fastify read a number; `0`: nobody), or addresses, CIDRs and the names `loopback`,
  * `linklocal`, `uniquelocal` (an array, or one comma-separated string). Throws `ERR_AIRLOCK_OPTION`
  * naming the entry that is none of these.
  */
 export function trustPolicy(option: unknown, name = 'trustProxy'): TrustPolicy {
   if (option === false || option === undefined) return TRUST_NONE
   if (option === true) return () => true
-  const list = typeof option === 'string' ? option.split(',') : option
   const example = `('10.0.0.0/8', ['10.0.0.5', '::1'] or 'loopback')`
+  const shapes = `true, false, a number of hops (1: the peer is your one proxy), or addresses and CIDRs ${example}`
+  if (typeof option === 'number') {
+    if (!Number.isSafeInteger(option) || option < 0 || option > MAX_HOPS)
+      optionError(`${name} must be ${shapes}, got ${received(option)}`)
+    // An entry that is no address is never trusted, so it ends the walk as it does for a list.
+    return option === 0 ? TRUST_NONE : (address, hop = 0) => hop < option && plainAddress(address) !== undefined
+  }
+  const list = typeof option === 'string' ? option.split(',') : option
   if (!Array.isArray(list) || list.some((a) => typeof a !== 'string'))
-    optionError(`${name} must be true, false, or addresses and CIDRs ${example}, got ${received(option)}`)
+    optionError(`${name} must be ${shapes}, got ${received(option)}`)
   const blocks = new BlockList()
   const add = (entry: string): void => {
     const [address = '', bits] = entry.split('/')
@@ -109,14 +132,15 @@ export function trustPolicy(option: unknown, name = 'trustProxy'): TrustPolicy {
  * client as the last trusted hop named it.
  */
 export function clientBehind(remote: string, forwardedFor: string | string[] | undefined, trusts: TrustPolicy): string {
-  if (forwardedFor === undefined || !trusts(remote)) return remote
+  if (forwardedFor === undefined || !trusts(remote, 0)) return remote
   const list = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',')
   let address = remote
+  let far = 0
   for (let i = list.length - 1; i >= 0; i--) {
     const hop = list[i]!.trim()
     if (hop === '') continue
     address = plainAddress(hop) ?? hop
-    if (!trusts(hop)) break
+    if (!trusts(hop, ++far)) break
   }
   return address
 }
@@ -127,13 +151,13 @@ export function trustedChain(
   forwardedFor: string | string[] | undefined,
   trusts: TrustPolicy,
 ): string[] {
-  if (forwardedFor === undefined || !trusts(remote)) return [remote]
+  if (forwardedFor === undefined || !trusts(remote, 0)) return [remote]
   const list = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
     .split(',')
     .map((h) => h.trim())
     .filter((h) => h !== '')
   let i = list.length - 1
-  while (i > 0 && trusts(list[i]!)) i--
+  while (i > 0 && trusts(list[i]!, list.length - i)) i--
   return [...list.slice(i).map((h) => plainAddress(h) ?? h), remote]
 }
 

@@ -17,6 +17,27 @@ export function positiveInteger(option: string, value: unknown): number {
   return value
 }
 
+/**
+ * The largest count a gate takes (`limit`, its adaptive bounds `limit.min`/`max`/`initial`,
+ * `cacheSize`, `clientShare.places`/`slots`/`perMinute`): 2^31 − 1, the bound of every duration
+ * too ({@link MAX_DURATION}). No site serves two billion visitors or requests at once, nor keeps
+ * that many passes in one process's memory, so a larger number is a slip (a byte count or a
+ * timestamp pasted in, `Number.MAX_SAFE_INTEGER` meant as "no limit"), and below it what the gate
+ * computes from its counts (the adaptive limit's growth, a fleet's shares added up) stays exact.
+ */
+export const MAX_COUNT = 2 ** 31 - 1
+
+/**
+ * A count a gate keeps: a positive integer at most {@link MAX_COUNT}. `why` is said after the bound
+ * (what no site has more of, and what to do instead).
+ */
+export function boundedCount(option: string, value: unknown, why: string): number {
+  positiveInteger(option, value)
+  if ((value as number) > MAX_COUNT)
+    optionError(`${option} must be at most ${MAX_COUNT} (2^31 − 1; ${why}), got ${value}`)
+  return value as number
+}
+
 /** `name` must be a non-negative integer (0, 1, …). */
 export function nonNegativeInteger(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {

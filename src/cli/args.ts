@@ -41,6 +41,14 @@ export const PREFIX_FLAG: FlagSpec = {
   help: "the Redis store's key prefix (default airlock)",
 }
 
+/**
+ * A command's flags: its table (see {@link flagTable}), then `--prefix` for a command on Redis and
+ * `--help`, last as every command lists them.
+ */
+export function commandFlags(table: string, options: { prefix: boolean }): FlagSpec[] {
+  return [...flagTable(table), ...(options.prefix ? [PREFIX_FLAG] : []), HELP_FLAG]
+}
+
 export interface ParsedFlags {
   /** Values of the flags given (switches hold `''`). */
   flags: Map<string, string>
@@ -108,10 +116,20 @@ export function flagHelp(specs: readonly FlagSpec[]): string {
 /**
  * `--trust-proxy`: the proxies in front, whose forwarding headers count: addresses, CIDRs and the
  * names `loopback`, `linklocal`, `uniquelocal`, comma-separated (checked by the option's own
- * validator), or `all` (every peer: only where nothing but your proxies can reach this port).
+ * validator), a number of hops (`1`: the peer is your one proxy, as Express and Fastify read a
+ * number), or `all` (every peer: only where nothing but your proxies can reach this port).
  */
-export function trustFlag(value: string): true | string[] {
+export function trustFlag(value: string): true | number | string[] {
   if (value.trim() === 'all') return true
+  if (/^\s*\d+\s*$/.test(value)) {
+    const hops = Number(value)
+    try {
+      trustPolicy(hops, '--trust-proxy')
+    } catch (err) {
+      throw new UsageError((err as Error).message)
+    }
+    return hops
+  }
   const list = value
     .split(',')
     .map((a) => a.trim())
@@ -186,38 +204,19 @@ export function hostFlag(value: string | undefined): string {
   return value
 }
 
+/** `--port` (0 to 65535, default `port`) and `--host` (default 127.0.0.1): where a server listens. */
+export function listenFlags(flags: ReadonlyMap<string, string>, port: number): { port: number; host: string } {
+  return {
+    port: flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : port,
+    host: hostFlag(flags.get('host')),
+  }
+}
+
 /** A name flag (`--name report`), with the same rule as semaphore names. */
 export function nameFlag(flag: string, value: string): string {
   try {
     return safeName(`--${flag}`, value)
   } catch (err) {
     throw new UsageError((err as Error).message)
-  }
-}
-
-/** A Redis URL flag: `redis://[user:password@]host[:port][/db]` or `rediss://` (TLS). */
-export function redisUrlFlag(flag: string, value: string): string {
-  let url: URL | undefined
-  try {
-    url = new URL(value)
-  } catch {
-    url = undefined
-  }
-  if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:')) {
-    throw new UsageError(
-      `--${flag} must be a redis:// or rediss:// URL (redis://127.0.0.1:6379), got '${redactUrl(value)}'`,
-    )
-  }
-  return value
-}
-
-/** The URL with any password replaced by `***`, for messages and logs. */
-export function redactUrl(value: string): string {
-  try {
-    const url = new URL(value)
-    if (url.password) url.password = '***'
-    return url.toString()
-  } catch {
-    return value.replace(/:[^:@/]*@/, ':***@')
   }
 }

@@ -11,27 +11,14 @@ import { caddyConfig, nginxConfig, type ConnectorConfigOptions } from '../connec
 import { njsSettings, NJS_MODULE } from '../connector/njs.js'
 import { createGate } from '../gate/gate.js'
 import { REQUEST_MODE_REFUSED, type DecisionServiceOptions } from '../proxy/decide.js'
-import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
+import { noticeLine } from '../proxy/log.js'
 import { memoryStore } from '../stores/memory.js'
-import {
-  durationFlag,
-  flagHelp,
-  flagTable,
-  hostFlag,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  trustFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { commandFlags, durationFlag, flagHelp, integerFlag, nameFlag, parseFlags } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
-import { readConfig } from './proxy.js'
+import { built, dashboardFlag, gateFlags, logFlags, readConfig, serverFlags } from './gate-flags.js'
 import { connectRedis } from './redis.js'
+import { listenOrExit, untilStopped } from './serving.js'
 
 const GATE_FLAGS = `
     --config FILE                a JSON file of gate options, the same for airlock auth and nginx-config (flags win)
@@ -40,15 +27,15 @@ const GATE_FLAGS = `
     --pass-ttl DURATION          a pass's life after the visitor's last renewal (default 60s)
 `
 
-const AUTH_FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const AUTH_FLAGS = commandFlags(
+  `
     --port N                     port to listen on (default 8787)
     --host ADDRESS               address to listen on (default 127.0.0.1: only the proxy on this machine asks)
     --redis URL                  Redis for slots shared by several services (default $AIRLOCK_REDIS_URL; else in memory)
     --limit N                    visitors on the site at once (default 100)
     --no-queue                   the busy page for those who find the site full, instead of the fair line
     --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
-    --trust-proxy ADDRESSES      the proxies whose X-Forwarded-For names the visitor (default loopback), or all
+    --trust-proxy ADDRESSES      the proxies whose X-Forwarded-For names the visitor (default loopback), a number of hops, or all
     --client-share N|off         places in line plus unconfirmed slots one client address may hold (default 20, and at most a quarter of the limit in unconfirmed slots, 60 new a minute); off: no share
     --refusal-cache SECONDS      how long nginx may keep a refusal that is everyone's (default 1; 0: never)
     --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
@@ -56,11 +43,9 @@ const AUTH_FLAGS: FlagSpec[] = [
     --log-level LEVEL            debug, info (a line per decision), warn (default), error or silent
     --log-format FORMAT          json (default) or pretty
     --mode MODE                  session only: request mode needs airlock proxy (see below)
-  `),
-  ...flagTable(GATE_FLAGS),
-  PREFIX_FLAG,
-  HELP_FLAG,
-]
+  ${GATE_FLAGS}`,
+  { prefix: true },
+)
 
 export const AUTH_HELP = `Usage: airlock auth --limit N --secret-file FILE [--port 8787] [--redis URL] [options]
 
@@ -82,8 +67,8 @@ Example (then: airlock nginx-config, see docs/nginx.md):
   npx airlock-shield auth --limit 20 --secret-file /etc/airlock/secret
 `
 
-const CONFIG_FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const CONFIG_FLAGS = commandFlags(
+  `
     --origin ORIGIN              fastcgi:unix:/run/php/php8.2-fpm.sock, fastcgi:HOST:PORT or http://HOST:PORT (required)
     --service HOST:PORT          where airlock auth listens (default 127.0.0.1:8787)
     --server-name NAME           nginx's server_name, Caddy's site address (default _ / :80)
@@ -96,10 +81,9 @@ const CONFIG_FLAGS: FlagSpec[] = [
     --bypass PATHS               comma-separated path prefixes never gated (HTTP origins)
     --dashboard PATH             serve the service's dashboard through nginx at PATH
     --write                      also write DIR/airlock.js, DIR/airlock.json (the secrets: mode 0640) and DIR/busy.html
-  `),
-  ...flagTable(GATE_FLAGS),
-  HELP_FLAG,
-]
+  ${GATE_FLAGS}`,
+  { prefix: false },
+)
 
 export const NGINX_CONFIG_HELP = `Usage: airlock nginx-config --origin ORIGIN [--write --dir DIR] [options]
 
@@ -181,84 +165,34 @@ export async function authCommand(argv: readonly string[], io: CliIo): Promise<n
       flags.get('mode') === 'request' ? REQUEST_MODE_REFUSED : `--mode must be session, got '${flags.get('mode')}'`,
     )
   const options = gateOptions(flags) as Partial<DecisionServiceOptions> & Record<string, unknown>
-  const set = (key: string, value: unknown): void => {
-    if (value !== undefined) options[key] = value
-  }
-  set('limit', flags.has('limit') ? integerFlag('limit', flags.get('limit')!) : undefined)
+  if (flags.has('limit')) options.limit = integerFlag('limit', flags.get('limit')!)
   if (options.queue === undefined) options.queue = !flags.has('no-queue')
   else if (flags.has('no-queue')) options.queue = false
-  set(
-    'bypass',
-    flags
-      .get('bypass')
-      ?.split(',')
-      .map((p) => p.trim()),
-  )
-  set('trustProxy', flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined)
-  if (flags.has('client-share'))
-    set(
-      'clientShare',
-      flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) },
-    )
-  set(
-    'refusalCache',
-    flags.has('refusal-cache') ? integerFlag('refusal-cache', flags.get('refusal-cache')!, 0, 60) : undefined,
-  )
-  set('metricsPath', flags.get('metrics'))
-  const level = flags.get('log-level') ?? 'warn'
-  if (!LOG_LEVELS.includes(level as LogLevel))
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
-  const format = flags.get('log-format') ?? 'json'
-  if (!LOG_FORMATS.includes(format as LogFormat))
-    throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
-  if (flags.has('dashboard')) {
-    const token = io.env.AIRLOCK_DASHBOARD_TOKEN
-    if (!token || token.length < 16)
-      throw new CliError(
-        EXIT.CONFIG,
-        '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)',
-      )
-    set('dashboard', { token, path: flags.get('dashboard') })
-  }
+  gateFlags(flags, options)
+  if (flags.has('refusal-cache'))
+    options.refusalCache = integerFlag('refusal-cache', flags.get('refusal-cache')!, 0, 60)
+  const log = logFlags(flags, 'warn', io)
+  const dashboard = dashboardFlag(flags, io.env)
+  if (dashboard !== undefined) options.dashboard = dashboard
   options.secret = secretsOf(flags, io)
-  const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 8787
-  const host = hostFlag(flags.get('host'))
-  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
-  if (url !== undefined) redisUrlFlag('redis', url)
-  const prefix = nameFlag('prefix', flags.get('prefix') ?? 'airlock')
+  const { address, url, prefix, store } = serverFlags(flags, io.env, 8787)
   const redis = url === undefined ? undefined : await connectRedis(url, prefix)
   try {
-    const log = {
-      level: level as LogLevel,
-      format: format as LogFormat,
-      destination: { write: (text: string) => io.out(text) },
-    }
     const { createDecisionService } = await import('../proxy/decide.js')
-    let service: Awaited<ReturnType<typeof createDecisionService>>
-    try {
-      service = await createDecisionService({ ...(options as DecisionServiceOptions), store: redis?.store, log })
-    } catch (err) {
-      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION'))
-        throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
-      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
-      throw err
-    }
-    const stopped = new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve())
-      process.once('SIGTERM', () => resolve())
-    })
-    let listening: string
-    try {
-      listening = await service.listen({ port, host })
-    } catch (err) {
-      await service.close()
-      throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
-    }
+    const service = await built(flags, () =>
+      createDecisionService({ ...(options as DecisionServiceOptions), store: redis?.store, log }),
+    )
+    const stopped = untilStopped()
+    const listening = await listenOrExit(
+      address,
+      (a) => service.listen(a),
+      () => service.close(),
+    )
     const g = service.gate
     io.out(
       noticeLine(
         log.format,
-        `airlock auth on ${listening}/.airlock/decide: gate '${g.name}', ${options.queue ? 'the line' : 'the busy page'} past the limit (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`,
+        `airlock auth on ${listening}/.airlock/decide: gate '${g.name}', ${options.queue ? 'the line' : 'the busy page'} past the limit (${store})`,
       ),
     )
     await stopped

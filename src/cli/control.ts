@@ -5,20 +5,10 @@
 import { hostname, userInfo } from 'node:os'
 import { airlockControl, CONTROL_MODES, type ControlPatch, type ControlState } from '../core/control.js'
 import { isAirlockError } from '../base/errors.js'
-import {
-  flagHelp,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { flagHelp, integerFlag, nameFlag, parseFlags, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
-import { connectRedis } from './redis.js'
+import { connectRedis, prefixFlag, redactUrl, redisFlag } from './redis.js'
 
 const COMMON: FlagSpec[] = [
   { name: 'name', value: 'NAME', help: "the gate's name option (default 'default')" },
@@ -87,12 +77,10 @@ export async function controlCommand(argv: readonly string[], io: CliIo): Promis
     return EXIT.OK
   }
   const name = nameFlag('name', flags.get('name') ?? 'default')
-  const url = flags.get('redis') ?? process.env.AIRLOCK_REDIS_URL
-  if (url === undefined) throw new UsageError('--redis is required (or set AIRLOCK_REDIS_URL)')
-  redisUrlFlag('redis', url)
+  const url = redisFlag(flags, io.env, true)
   const patch = action === 'set' ? patchOf(flags) : undefined
   const by = flags.get('by') ?? `cli:${safeUser()}@${hostname()}`
-  const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  const redis = await connectRedis(url, prefixFlag(flags))
   try {
     const control = airlockControl({ name, store: redis.store, by })
     let state: ControlState

@@ -5,37 +5,24 @@
 import { createServer } from 'node:http'
 import { isAirlockError } from '../base/errors.js'
 import { createDashboard, type Dashboard } from '../dashboard/server.js'
-import {
-  flagHelp,
-  flagTable,
-  hostFlag,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  trustFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { commandFlags, flagHelp, listenFlags, nameFlag, parseFlags, trustFlag } from './args.js'
 import type { CliIo } from './exec.js'
-import { CliError, EXIT, UsageError } from './exit.js'
-import { connectRedis } from './redis.js'
+import { CliError, EXIT } from './exit.js'
+import { connectRedis, prefixFlag, redactUrl, redisFlag } from './redis.js'
+import { listenOrExit, untilStopped } from './serving.js'
 
 const TOKEN_ENV = 'AIRLOCK_DASHBOARD_TOKEN'
-const FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const FLAGS = commandFlags(
+  `
     --redis URL     Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)
     --name NAMES    gate names to show, comma-separated (default 'default')
     --port N        port to listen on (default 9090)
     --host ADDRESS  address to listen on (default 127.0.0.1)
     --read-only     show the gates without the live controls
-    --trust-proxy ADDRESSES  your proxies in front (addresses, CIDRs, loopback, comma-separated, or all): wrong tokens are slowed down per visitor behind them
-  `),
-  PREFIX_FLAG,
-  HELP_FLAG,
-]
+    --trust-proxy ADDRESSES  your proxies in front (addresses, CIDRs, loopback, comma-separated, a number of hops, or all): wrong tokens are slowed down per visitor behind them
+  `,
+  { prefix: true },
+)
 
 export const DASHBOARD_HELP = `Usage: airlock dashboard --redis URL [--name NAMES] [--port 9090] [--host 127.0.0.1]
 
@@ -64,12 +51,9 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
     io.out(DASHBOARD_HELP)
     return EXIT.OK
   }
-  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
-  if (url === undefined) throw new UsageError('--redis is required (or set AIRLOCK_REDIS_URL)')
-  redisUrlFlag('redis', url)
+  const url = redisFlag(flags, io.env, true)
   const names = (flags.get('name') ?? 'default').split(',').map((n) => nameFlag('name', n.trim()))
-  const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 9090
-  const host = hostFlag(flags.get('host'))
+  const address = listenFlags(flags, 9090)
   const token = io.env[TOKEN_ENV]
   if (token === undefined || token.length < 16) {
     throw new CliError(
@@ -78,7 +62,7 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
     )
   }
   const trustProxy = flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined
-  const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  const redis = await connectRedis(url, prefixFlag(flags))
   try {
     let dashboard: Dashboard
     try {
@@ -101,22 +85,19 @@ export async function dashboardCommand(argv: readonly string[], io: CliIo): Prom
       throw err
     }
     const server = createServer((req, res) => dashboard.handle(req, res))
-    const stopped = new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve())
-      process.once('SIGTERM', () => resolve())
-    })
-    try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, host, () => resolve())
-      })
-    } catch (err) {
-      dashboard.close()
-      throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
-    }
-    const address = server.address() as { port: number }
+    const stopped = untilStopped()
+    await listenOrExit(
+      address,
+      ({ port, host }) =>
+        new Promise<void>((resolve, reject) => {
+          server.once('error', reject)
+          server.listen(port, host, () => resolve())
+        }),
+      () => dashboard.close(),
+    )
+    const { port } = server.address() as { port: number }
     io.out(
-      `airlock dashboard on http://${host}:${address.port}/ for ${names.join(', ')} (redis ${redactUrl(url)}); open it with ?token=<${TOKEN_ENV}>\n`,
+      `airlock dashboard on http://${address.host}:${port}/ for ${names.join(', ')} (redis ${redactUrl(url)}); open it with ?token=<${TOKEN_ENV}>\n`,
     )
     await stopped
     dashboard.close()

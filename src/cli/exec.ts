@@ -6,28 +6,16 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { constants } from 'node:os'
 import { isAirlockError } from '../base/errors.js'
 import { createSemaphore, type Semaphore } from '../core/semaphore.js'
-import {
-  durationFlag,
-  flagHelp,
-  flagTable,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { commandFlags, durationFlag, flagHelp, integerFlag, nameFlag, parseFlags } from './args.js'
 import { CliError, EXIT, UsageError } from './exit.js'
 import { inMs } from '../base/validate.js'
-import { connectRedis } from './redis.js'
+import { connectRedis, prefixFlag, redactUrl, redisUrlFlag } from './redis.js'
 
 /** Signals passed on to the command while it runs. (SIGUSR1 is Node's debugger signal.) */
 export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
 
-export const EXEC_FLAGS: readonly FlagSpec[] = [
-  ...flagTable(`
+export const EXEC_FLAGS = commandFlags(
+  `
     --name NAME            semaphore name, shared by every run that must not overlap (required; 1-64 of A-Z a-z 0-9 . _ : -)
     --limit N              runs allowed at once (default 1)
     --weight N             units of the limit this run takes (default 1)
@@ -35,10 +23,9 @@ export const EXEC_FLAGS: readonly FlagSpec[] = [
     --wait DURATION        how long to wait for a slot, in arrival order; 0 tries once (default 0); 'forever' waits
     --kill-after DURATION  after a lost slot, SIGKILL the command if SIGTERM has not stopped it within this (default 10s)
     --redis URL            Redis holding the slots: redis://[:password@]host[:port][/db] or rediss:// (default $AIRLOCK_REDIS_URL; required)
-  `),
-  PREFIX_FLAG,
-  HELP_FLAG,
-]
+  `,
+  { prefix: true },
+)
 
 export const EXEC_HELP = `Usage: airlock exec --name NAME --redis URL [options] [--] COMMAND [ARGS...]
 
@@ -111,7 +98,7 @@ export function parseExec(argv: readonly string[], env: NodeJS.ProcessEnv): Exec
     wait: flags.has('wait') ? durationFlag('wait', flags.get('wait')!, { min: 0, forever: true }) : 0,
     killAfter: flags.has('kill-after') ? durationFlag('kill-after', flags.get('kill-after')!, { min: 0 }) : 10_000,
     redis: flags.has('redis') ? redisUrlFlag('redis', redis) : redisUrlFlag('redis (AIRLOCK_REDIS_URL)', redis),
-    prefix: flags.has('prefix') ? nameFlag('prefix', flags.get('prefix')!) : 'airlock',
+    prefix: prefixFlag(flags),
     command: rest[0]!,
     args: rest.slice(1),
   }

@@ -8,12 +8,12 @@ import { writeFileSync } from 'node:fs'
 import { isLoopback, runHug, visitorCount, type HugOptions, type HugSummary } from '../hug/crowd.js'
 import type { HugSecond, HugTally } from '../hug/figures.js'
 import { renderHugReport, summaryText } from '../hug/report.js'
-import { durationFlag, flagHelp, flagTable, integerFlag, parseFlags, HELP_FLAG, type FlagSpec } from './args.js'
+import { commandFlags, durationFlag, flagHelp, integerFlag, parseFlags } from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
 
-const FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const FLAGS = commandFlags(
+  `
     --visitors N      visitors arriving over --over (default 1000)
     --over DURATION   how long they take to arrive, evenly (default 10s)
     --ramp            arrivals grow from none to their peak over --over instead of evenly
@@ -28,9 +28,9 @@ const FLAGS: FlagSpec[] = [
     --timeout TIME    one request's budget (default 10s)
     --report FILE     the HTML report (default airlock-hug.html; none: no file)
     --json            print the summary as JSON (the timeline included) instead of text
-  `),
-  HELP_FLAG,
-]
+  `,
+  { prefix: false },
+)
 
 export const HUG_HELP = `Usage: airlock hug <url> [--visitors 1000 --over 10s | --rate N --duration 30s] [--flood N] [--limit N]
 

@@ -3,33 +3,19 @@
  * `--workers`, one per core (src/cli/workers.ts).
  */
 import cluster from 'node:cluster'
-import { readFileSync } from 'node:fs'
-import { isAirlockError } from '../base/errors.js'
 import { randomSecret } from '../base/signing.js'
-import { LOG_FORMATS, LOG_LEVELS, noticeLine, type LogFormat, type LogLevel } from '../proxy/log.js'
+import { noticeLine } from '../proxy/log.js'
 import type { ProxyOptions } from '../proxy/proxy.js'
-import {
-  durationFlag,
-  flagHelp,
-  flagTable,
-  hostFlag,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  trustFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { commandFlags, durationFlag, flagHelp, integerFlag, nameFlag, parseFlags } from './args.js'
 import type { CliIo } from './exec.js'
-import { CliError, EXIT, UsageError } from './exit.js'
+import { EXIT, UsageError } from './exit.js'
+import { built, dashboardFlag, gateFlags, logFlags, readConfig, serverFlags } from './gate-flags.js'
 import { connectRedis } from './redis.js'
+import { listenOrExit, untilStopped } from './serving.js'
 import { runPrimary, workersFlag, type WorkerReady } from './workers.js'
 
-const FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const FLAGS = commandFlags(
+  `
     --target URL                 the origin to shield: http://127.0.0.1:8080 (required, here or in --config)
     --port N                     port to listen on (default 3000)
     --host ADDRESS               address to listen on (default 127.0.0.1)
@@ -42,7 +28,7 @@ const FLAGS: FlagSpec[] = [
     --queue                      a fair waiting room instead of the busy page
     --pass-ttl DURATION          a pass's life after the visitor's last request (default 60s)
     --bypass PATHS               comma-separated path prefixes never gated (/static,/health)
-    --trust-proxy ADDRESSES      your proxies, whose X-Forwarded-For/-Proto count: addresses, CIDRs, loopback, uniquelocal (comma-separated), or all
+    --trust-proxy ADDRESSES      your proxies, whose X-Forwarded-For/-Proto count: addresses, CIDRs, loopback, uniquelocal (comma-separated), a number of hops (1: the peer is your one proxy), or all
     --client-share N|off         places in line plus unconfirmed slots one client address may hold (default 20, and at most a quarter of the limit in unconfirmed slots, 60 new a minute); off: no share
     --metrics PATH               serve Prometheus metrics at PATH (needs prom-client)
     --dashboard PATH             serve the dashboard at PATH (token: $AIRLOCK_DASHBOARD_TOKEN)
@@ -52,10 +38,9 @@ const FLAGS: FlagSpec[] = [
     --log-format FORMAT          json (default: a JSON object per line, as pino) or pretty
     --workers N|auto             processes sharing the port (auto: one per core; more than 1 needs --redis)
     --no-gate                    forward without the gate (to compare)
-  `),
-  PREFIX_FLAG,
-  HELP_FLAG,
-]
+  `,
+  { prefix: true },
+)
 
 export const PROXY_HELP = `Usage: airlock proxy --target URL [--port 3000] [--limit N] [--redis URL] [options]
 
@@ -109,20 +94,7 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
     'passTtl',
     flags.has('pass-ttl') ? durationFlag('pass-ttl', flags.get('pass-ttl')!, { min: 1, unitless: 1000 }) : undefined,
   )
-  set(
-    'bypass',
-    flags
-      .get('bypass')
-      ?.split(',')
-      .map((p) => p.trim()),
-  )
-  set('trustProxy', flags.has('trust-proxy') ? trustFlag(flags.get('trust-proxy')!) : undefined)
-  if (flags.has('client-share'))
-    set(
-      'clientShare',
-      flags.get('client-share') === 'off' ? false : { places: integerFlag('client-share', flags.get('client-share')!) },
-    )
-  set('metricsPath', flags.get('metrics'))
+  gateFlags(flags, options)
   set('gated', flags.has('no-gate') ? false : undefined)
   set(
     'upstreamTimeout',
@@ -131,44 +103,18 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
       : undefined,
   )
   set('keepPassCookie', flags.has('keep-pass-cookie') ? true : undefined)
-  const level = flags.get('log-level')
-  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel))
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`)
-  const format = flags.get('log-format')
-  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat))
-    throw new UsageError(`--log-format must be json or pretty, got '${format}'`)
+  const log = logFlags(flags, 'info', io)
   const workers = flags.has('workers') ? workersFlag(flags.get('workers')!) : 1
-  if (flags.has('dashboard')) {
-    const token = io.env.AIRLOCK_DASHBOARD_TOKEN
-    if (!token || token.length < 16)
-      throw new CliError(
-        EXIT.CONFIG,
-        '--dashboard needs AIRLOCK_DASHBOARD_TOKEN (16+ characters), e.g. $(openssl rand -hex 24)',
-      )
-    set('dashboard', { token, path: flags.get('dashboard') })
-  }
+  set('dashboard', dashboardFlag(flags, io.env))
   if (io.env.AIRLOCK_SECRET) set('secret', io.env.AIRLOCK_SECRET)
   if (options.target === undefined)
     throw new UsageError('--target is required (the origin: --target http://127.0.0.1:8080)')
-  const port = flags.has('port') ? integerFlag('port', flags.get('port')!, 0, 65_535) : 3000
-  const host = hostFlag(flags.get('host'))
-  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
-  if (url !== undefined) redisUrlFlag('redis', url)
-  // Checked with or without Redis: a bad prefix is a mistake even where it is not used yet.
-  const prefix = nameFlag('prefix', flags.get('prefix') ?? 'airlock')
-  const describe = (listening: string): string =>
-    `airlock proxy on ${listening}/ -> ${options.target} (${url !== undefined ? `redis ${redactUrl(url)}` : 'memory'})`
+  const { address, url, prefix, store } = serverFlags(flags, io.env, 3000)
+  const describe = (listening: string): string => `airlock proxy on ${listening}/ -> ${options.target} (${store})`
   /** createProxy, its errors as the command's (a bad option exits 64 naming it; a missing peer 69). */
   const build = async (more: Partial<ProxyOptions>) => {
     const { createProxy } = await import('../proxy/proxy.js')
-    try {
-      return await createProxy({ ...(options as ProxyOptions), ...more })
-    } catch (err) {
-      if (isAirlockError(err, 'ERR_AIRLOCK_OPTION'))
-        throw new UsageError(flags.has('config') ? `${flags.get('config')}: ${err.message}` : err.message)
-      if (isAirlockError(err, 'ERR_AIRLOCK_PEER_MISSING')) throw new CliError(EXIT.UNAVAILABLE, err.message)
-      throw err
-    }
+    return built(flags, () => createProxy({ ...(options as ProxyOptions), ...more }))
   }
   if (workers > 1 && cluster.isPrimary) {
     if (url === undefined) {
@@ -182,29 +128,19 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
     return runPrimary(
       workers,
       { ...io.env, AIRLOCK_SECRET: io.env.AIRLOCK_SECRET || randomSecret() },
-      (at) => noticeLine((format ?? 'json') as LogFormat, `${describe(at)} (${workers} workers)`),
+      (at) => noticeLine(log.format, `${describe(at)} (${workers} workers)`),
       io,
     )
   }
   const redis = url === undefined ? undefined : await connectRedis(url, prefix)
   try {
-    const log = {
-      level: (level ?? 'info') as LogLevel,
-      format: (format ?? 'json') as LogFormat,
-      destination: { write: (text: string) => io.out(text) },
-    }
     const app = await build({ store: redis?.store, log })
-    const stopped = new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve())
-      process.once('SIGTERM', () => resolve())
-    })
-    let listening: string
-    try {
-      listening = await app.listen({ port, host })
-    } catch (err) {
-      await app.close()
-      throw new CliError(EXIT.FAILURE, `cannot listen on ${host}:${port}: ${(err as Error).message}`)
-    }
+    const stopped = untilStopped()
+    const listening = await listenOrExit(
+      address,
+      (a) => app.listen(a),
+      () => app.close(),
+    )
     if (cluster.isWorker) process.send?.({ airlockProxy: 'listening', url: listening } satisfies WorkerReady)
     else io.out(noticeLine(log.format, describe(listening)))
     await stopped
@@ -213,26 +149,4 @@ export async function proxyCommand(argv: readonly string[], io: CliIo): Promise<
   } finally {
     await redis?.close()
   }
-}
-
-/** The config file: a JSON object of options (checked by createProxy, with the file named). */
-export function readConfig(file: string): Record<string, unknown> {
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    throw new UsageError(
-      `--config: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    )
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (err) {
-    throw new UsageError(`--config: ${file} is not JSON: ${(err as Error).message}`)
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value))
-    throw new UsageError(`--config: ${file} must hold a JSON object of options`)
-  if ('store' in value) throw new UsageError(`--config: ${file}: store cannot be set in a file; use --redis`)
-  return value as Record<string, unknown>
 }

@@ -4,32 +4,21 @@
  */
 import { airlockReport, reportCsv } from '../core/report.js'
 import { renderReportHtml } from '../pages/report.js'
-import {
-  durationFlag,
-  flagHelp,
-  flagTable,
-  nameFlag,
-  parseFlags,
-  redisUrlFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { commandFlags, durationFlag, flagHelp, nameFlag, parseFlags } from './args.js'
 import type { CliIo } from './exec.js'
 import { EXIT, UsageError } from './exit.js'
-import { connectRedis } from './redis.js'
+import { connectRedis, prefixFlag, redisFlag } from './redis.js'
 
-const FLAGS: FlagSpec[] = [
-  ...flagTable(`
+const FLAGS = commandFlags(
+  `
     --name NAME      the gate's name option (default 'default')
     --from TIME      start: ISO 8601 (2026-12-01T09:00:00Z) or a time back from now (90m, 24h) (default 24h)
     --to TIME        end: ISO 8601 or a time back from now (default now)
     --format FORMAT  json | csv | html (default json)
     --redis URL      Redis the gates use: redis://[:password@]host[:port][/db] (default $AIRLOCK_REDIS_URL; required)
-  `),
-  PREFIX_FLAG,
-  HELP_FLAG,
-]
+  `,
+  { prefix: true },
+)
 
 export const REPORT_HELP = `Usage: airlock report --name NAME --redis URL [--from TIME] [--to TIME] [--format json|csv|html]
 
@@ -71,10 +60,7 @@ export async function reportCommand(argv: readonly string[], io: CliIo): Promise
     throw new UsageError(
       `--from must be before --to (${new Date(to).toISOString()}), got ${new Date(from).toISOString()}`,
     )
-  const url = flags.get('redis') ?? (io.env.AIRLOCK_REDIS_URL || undefined)
-  if (url === undefined) throw new UsageError('--redis is required (or set AIRLOCK_REDIS_URL)')
-  redisUrlFlag('redis', url)
-  const redis = await connectRedis(url, nameFlag('prefix', flags.get('prefix') ?? 'airlock'))
+  const redis = await connectRedis(redisFlag(flags, io.env, true), prefixFlag(flags))
   try {
     const report = await airlockReport({ store: redis.store, name, from, to })
     io.out(

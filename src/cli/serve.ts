@@ -6,21 +6,11 @@ import { isAirlockError } from '../base/errors.js'
 import { apiKeysFromEnv, KEY_ENV, type ApiKeys } from '../lock-server/keys.js'
 import { createLockServer } from '../lock-server/server.js'
 import { memoryStore } from '../stores/memory.js'
-import {
-  flagHelp,
-  hostFlag,
-  integerFlag,
-  nameFlag,
-  parseFlags,
-  redactUrl,
-  redisUrlFlag,
-  HELP_FLAG,
-  PREFIX_FLAG,
-  type FlagSpec,
-} from './args.js'
+import { flagHelp, hostFlag, integerFlag, parseFlags, HELP_FLAG, PREFIX_FLAG, type FlagSpec } from './args.js'
 import type { CliIo } from './exec.js'
 import { CliError, EXIT, UsageError } from './exit.js'
-import { connectRedis } from './redis.js'
+import { connectRedis, prefixFlag, redactUrl, redisUrlFlag } from './redis.js'
+import { listenOrExit, untilStopped } from './serving.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -100,7 +90,7 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     host,
     redis:
       redis === undefined ? undefined : redisUrlFlag(flags.has('redis') ? 'redis' : 'redis (AIRLOCK_REDIS_URL)', redis),
-    prefix: flags.has('prefix') ? nameFlag('prefix', flags.get('prefix')!) : 'airlock',
+    prefix: prefixFlag(flags),
     bodyLimit: flags.has('body-limit') ? integerFlag('body-limit', flags.get('body-limit')!) : 1024 * 1024,
     dataFormat,
     logLevel: logLevel as ServeOptions['logLevel'],
@@ -133,16 +123,12 @@ export async function serveCommand(argv: readonly string[], io: CliIo): Promise<
         throw new CliError(EXIT.UNAVAILABLE, err.message.replace('createLockServer()', 'serve'))
       throw err
     }
-    const stopped = new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGINT', () => resolve('SIGINT'))
-      process.once('SIGTERM', () => resolve('SIGTERM'))
-    })
-    try {
-      await app.listen({ port: options.port, host: options.host })
-    } catch (err) {
-      await app.close()
-      throw new CliError(EXIT.FAILURE, `cannot listen on ${options.host}:${options.port}: ${(err as Error).message}`)
-    }
+    const stopped = untilStopped()
+    await listenOrExit(
+      { port: options.port, host: options.host },
+      (a) => app.listen(a),
+      () => app.close(),
+    )
     app.log.info(
       { store: redis ? `redis ${redactUrl(options.redis!)}` : 'memory', prefix: options.prefix },
       'airlock lock service ready',

@@ -4,7 +4,11 @@
  * limit. A latency gradient against a slowly rising baseline (as Netflix's Gradient2 and Envoy's
  * adaptive concurrency), with failures as the strong signal (as AIMD), and growth only while
  * demand presses on the limit (so an idle site does not drift to `max`). Reasons in docs/adaptive.md.
+ * Latencies are counted in the histogram instances add up: histogram.ts's LATENCY_SCHEME (its
+ * latencyBucket and histogramQuantile are re-exported here).
  */
+
+export { histogramQuantile, LATENCY_BUCKETS, latencyBucket } from './histogram.js'
 
 /** What admitted work measured in one window. */
 export interface AdaptiveWindow {
@@ -38,82 +42,65 @@ export interface AdaptiveStep {
   recent: number | null
 }
 
-/** Latency this much above the baseline, two windows in a row, counts as the backend slowing down... */
-export const TOLERANCE = 1.15
-/** ...and this much above it at once (one slow window alone is often the host's noise). */
-export const SHARP = 1.6
-/** Growth per window while demand presses and latency holds, far below the last limit that hurt. */
-export const GROWTH = 1.25
-/** Growth per window before any trouble was ever seen (a slow start, as TCP's). */
-export const START = 1.5
 /**
- * Session mode grows more gently (x1.25 in the slow start, x1.1 after, one slot at a time near the
- * mark): a visitor let in keeps coming back for a whole visit, so a step too far is paid for until
- * visitors leave, not until the next window.
+ * The estimator's figures, each with its reason (more in docs/adaptive.md): one frozen object, so
+ * the whole tuning reads in one place and nothing changes it at run time.
  */
-export const SESSION_START = 1.25
-export const SESSION_GROWTH = 1.1
-/**
- * The failure budget of probing: each failure a probe caused (failures soon after a growth) is
- * paid back by this many good requests' worth (0.5 %) before the limit grows again. So a probe
- * past a hard cliff costs at most 0.5 % of the work: at a capacity of 10 x 50 ms it waits about a
- * second after each failed probe, at 40 a quarter of that.
- */
-export const PROBE_BUDGET = 0.005
-/** Grown this far past the last limit that hurt without trouble, the mark is forgotten (capacity grew). */
-const PAST = 1.2
-/** The baseline rises this much per window without a lower sample: it follows a backend that got slower for good, over minutes, not a busy one over seconds. */
-const BASELINE_DRIFT = 1.001
-/** Failures or a gentle latency rise within this many windows of a growth are the growth's doing (a probe that went too far). */
-const RECENT_GROWTH = 6
-/** ...and within 2 s in session mode, where a visitor let in by a growth keeps coming back. */
-const RECENT_GROWTH_SESSIONS = 16
-/** Windows after a backoff that latency is not judged in (requests admitted before it still ending, reports arriving late). */
-const DRAIN = 3
-/** Fewer samples than this say nothing about latency. */
-const MIN_SAMPLES = 5
-/** A window of this many samples is sure enough of a sharp rise to end the slow start alone. */
-const SURE_SAMPLES = 20
-/**
- * Below this many inside, a gentle rise does not end the slow start (as HyStart's low window): with
- * a few requests in flight, a 1.2x slower window is the host's noise (a busy core, a cold process),
- * not the backend; ended there, the climb to a capacity of 30 took seconds more. A sharp rise or a
- * failure still ends it at any size.
- */
-const LOW_WINDOW = 16
-/** In request mode a probe is charged at most twice the slots it added (one failure each, on two instances): the rest of a storm is not its doing. */
-const PROBE_CHARGE = 2
-/** The debt never exceeds this many failures... */
-const MAX_DEBT = 50
-/** ...nor what this many windows like the last one pay back: a probe waits 3 s at most (5 s in session mode, where a probe costs a visit), so a capacity that grew is found. */
-const MAX_PAUSE = 24
-const MAX_PAUSE_SESSIONS = 40
+export const TUNING = Object.freeze({
+  /** Latency this much above the baseline, two windows in a row, counts as the backend slowing down... */
+  tolerance: 1.15,
+  /** ...and this much above it at once (one slow window alone is often the host's noise). */
+  sharp: 1.6,
+  /** Growth per window while demand presses and latency holds, far below the last limit that hurt. */
+  growth: 1.25,
+  /** Growth per window before any trouble was ever seen (a slow start, as TCP's). */
+  start: 1.5,
+  /**
+   * Session mode grows more gently (x1.25 in the slow start, x1.1 after, one slot at a time near the
+   * mark): a visitor let in keeps coming back for a whole visit, so a step too far is paid for until
+   * visitors leave, not until the next window.
+   */
+  sessionStart: 1.25,
+  /** Session mode's growth after the slow start (see sessionStart). */
+  sessionGrowth: 1.1,
+  /**
+   * The failure budget of probing: each failure a probe caused (failures soon after a growth) is
+   * paid back by this many good requests' worth (0.5 %) before the limit grows again. So a probe
+   * past a hard cliff costs at most 0.5 % of the work: at a capacity of 10 x 50 ms it waits about a
+   * second after each failed probe, at 40 a quarter of that.
+   */
+  probeBudget: 0.005,
+  /** Grown this far past the last limit that hurt without trouble, the mark is forgotten (capacity grew). */
+  past: 1.2,
+  /** The baseline rises this much per window without a lower sample: it follows a backend that got slower for good, over minutes, not a busy one over seconds. */
+  baselineDrift: 1.001,
+  /** Failures or a gentle latency rise within this many windows of a growth are the growth's doing (a probe that went too far). */
+  recentGrowth: 6,
+  /** ...and within 2 s in session mode, where a visitor let in by a growth keeps coming back. */
+  recentGrowthSessions: 16,
+  /** Windows after a backoff that latency is not judged in (requests admitted before it still ending, reports arriving late). */
+  drain: 3,
+  /** Fewer samples than this say nothing about latency. */
+  minSamples: 5,
+  /** A window of this many samples is sure enough of a sharp rise to end the slow start alone. */
+  sureSamples: 20,
+  /**
+   * Below this many inside, a gentle rise does not end the slow start (as HyStart's low window): with
+   * a few requests in flight, a 1.2x slower window is the host's noise (a busy core, a cold process),
+   * not the backend; ended there, the climb to a capacity of 30 took seconds more. A sharp rise or a
+   * failure still ends it at any size.
+   */
+  lowWindow: 16,
+  /** In request mode a probe is charged at most twice the slots it added (one failure each, on two instances): the rest of a storm is not its doing. */
+  probeCharge: 2,
+  /** The debt never exceeds this many failures... */
+  maxDebt: 50,
+  /** ...nor what this many windows like the last one pay back: a probe waits 3 s at most (5 s in session mode, where a probe costs a visit), so a capacity that grew is found. */
+  maxPause: 24,
+  /** maxPause in session mode. */
+  maxPauseSessions: 40,
+} as const)
 const REASONS = ['failures', 'latency', 'growth', 'steady', 'idle', 'drain', 'repaying', 'start'] as const
-
-/**
- * Latencies as a histogram that instances can add up: bucket `i` holds times around
- * `expm1(i / 40)` ms (buckets about 2.5 % wide from a few ms up, so a fleet's 95th percentile is
- * within about 1.3 % of the exact one), up to a minute.
- */
-export const LATENCY_BUCKETS = 441
-export function latencyBucket(ms: number): number {
-  return Math.min(LATENCY_BUCKETS - 1, Math.round(Math.log1p(Math.max(0, ms)) * 40))
-}
-
-/** The `q` quantile (ms) of a histogram given as bucket index → count; `null` when empty. */
-export function histogramQuantile(buckets: ReadonlyMap<number, number>, q: number): number | null {
-  let n = 0
-  for (const c of buckets.values()) n += c
-  if (n === 0) return null
-  // The same rank as sorted[floor(q n)] in a sorted array of the samples.
-  const rank = Math.min(n, Math.floor(n * q) + 1)
-  let seen = 0
-  for (const i of [...buckets.keys()].sort((a, b) => a - b)) {
-    seen += buckets.get(i)!
-    if (seen >= rank) return Math.expm1(i / 40)
-  }
-  return null
-}
 
 export class AdaptiveEstimator {
   #baseline: number | null = null
@@ -127,9 +114,9 @@ export class AdaptiveEstimator {
   #streak = 0
   /** Trouble was seen at least once (the slow start is over). */
   #hurt = false
-  /** The previous judged window was above TOLERANCE. */
+  /** The previous judged window was above TUNING.tolerance. */
   #slow = false
-  /** Failures probes caused, not yet paid back by good requests (see PROBE_BUDGET). */
+  /** Failures probes caused, not yet paid back by good requests (see TUNING.probeBudget). */
   #debt = 0
   /** Slots the last growth added. */
   #step = 0
@@ -189,7 +176,7 @@ export class AdaptiveEstimator {
         reason: REASONS.includes(reason as never) ? (reason as AdaptiveStep['reason']) : 'start',
         recent: num(recent),
       }
-      e.#debt = Math.min(MAX_DEBT, num(debt) ?? 0)
+      e.#debt = Math.min(TUNING.maxDebt, num(debt) ?? 0)
       e.#step = num(step) ?? 0
       e.#grownFrom = num(grownFrom) ?? 0
     } catch {
@@ -214,11 +201,11 @@ export class AdaptiveEstimator {
     this.#sinceBackoff++
     this.#sinceGrowth++
     // Good requests pay back what the probes cost.
-    this.#debt = Math.max(0, this.#debt - PROBE_BUDGET * Math.max(0, w.samples - w.failures))
+    this.#debt = Math.max(0, this.#debt - TUNING.probeBudget * Math.max(0, w.samples - w.failures))
     // What was really inside: below the limit when demand, a live limit, a mode or an admission
     // rate kept it lower; above it in session mode when passes given before a cut are still out.
     const inside = w.inside ?? limit
-    const recentGrowth = w.sessions === true ? RECENT_GROWTH_SESSIONS : RECENT_GROWTH
+    const recentGrowth = w.sessions === true ? TUNING.recentGrowthSessions : TUNING.recentGrowth
     const at = (next: number, reason: AdaptiveStep['reason']): AdaptiveStep => ({
       limit: next,
       reason,
@@ -237,12 +224,13 @@ export class AdaptiveEstimator {
     // Right after a backoff, requests admitted before it are still ending (failing, or slow), and a
     // fleet's reports arrive up to a window late: let them drain before judging again. Failures that
     // arrive while a probe's cut drains are the probe's too (another instance's, reported late).
-    if (this.#sinceBackoff <= DRAIN) {
+    if (this.#sinceBackoff <= TUNING.drain) {
       if (this.#debt > 0 && w.failures > 0)
         this.#debt = Math.min(this.#debtCap(w), this.#debt + Math.min(w.failures, this.#charge(w)))
       return at(limit, 'drain')
     }
-    const ratio = recent !== null && this.#baseline !== null && w.samples >= MIN_SAMPLES ? recent / this.#baseline : 1
+    const ratio =
+      recent !== null && this.#baseline !== null && w.samples >= TUNING.minSamples ? recent / this.#baseline : 1
     if (w.failures > 0) {
       // The strong signal. A failed request kept its slot about as long as a good one, and the
       // instance that saw it took nobody in its place: each failure stands for about one slot too
@@ -251,7 +239,7 @@ export class AdaptiveEstimator {
       const base = Math.max(limit, inside)
       const excess = w.sessions === true ? Math.ceil((base * w.failures) / Math.max(1, w.samples)) : w.failures
       let target = base - Math.max(1, excess)
-      if (ratio > TOLERANCE) target = Math.min(target, Math.floor(base * Math.sqrt(TOLERANCE / ratio)))
+      if (ratio > TUNING.tolerance) target = Math.min(target, Math.floor(base * Math.sqrt(TUNING.tolerance / ratio)))
       // Failures soon after a growth are the probe's: its cost, paid back before the next growth.
       // Others mean the backend changed: what earlier probes cost says nothing of it any more.
       // (The slow start's overshoot is how the capacity is found, not a probe of a known mark: no charge.)
@@ -260,10 +248,10 @@ export class AdaptiveEstimator {
       backoff()
       return at(cut(Math.max(Math.ceil(base / 2), target)), 'failures')
     }
-    if (w.samples < MIN_SAMPLES || recent === null) return at(limit, 'idle')
-    this.#baseline = this.#baseline === null ? recent : Math.min(this.#baseline * BASELINE_DRIFT, recent)
-    const slowNow = recent / this.#baseline > TOLERANCE
-    const sharp = recent / this.#baseline > SHARP
+    if (w.samples < TUNING.minSamples || recent === null) return at(limit, 'idle')
+    this.#baseline = this.#baseline === null ? recent : Math.min(this.#baseline * TUNING.baselineDrift, recent)
+    const slowNow = recent / this.#baseline > TUNING.tolerance
+    const sharp = recent / this.#baseline > TUNING.sharp
     const slowBefore = this.#slow
     this.#slow = slowNow
     // In the slow start only a sharp rise (or failures) ends it, as loss ends TCP's: a start-up
@@ -271,7 +259,12 @@ export class AdaptiveEstimator {
     // The gentle rise counts only soon after a growth: it is how a limit a slot or two past the
     // capacity shows. Without one it is the host's own load (more requests, more CPU): hold.
     const gentle = this.#hurt && slowNow && slowBefore && this.#sinceGrowth <= recentGrowth
-    if (!this.#hurt && slowNow && (slowBefore || w.samples >= SURE_SAMPLES) && Math.min(limit, inside) >= LOW_WINDOW) {
+    if (
+      !this.#hurt &&
+      slowNow &&
+      (slowBefore || w.samples >= TUNING.sureSamples) &&
+      Math.min(limit, inside) >= TUNING.lowWindow
+    ) {
       // A gentle rise that lasts (or that a window of 20 samples is sure of) ends the slow start
       // without a cut (as TCP's ssthresh): from here the probe goes one slot at a time, never again
       // x1.5 past where the backend began to slow.
@@ -280,11 +273,14 @@ export class AdaptiveEstimator {
     }
     // In the slow start a sharp rise in a small window must last two windows: as the limit grows from
     // a few slots, new connections open and caches warm, and one slow request makes a small window's p95.
-    if ((sharp && (this.#hurt || slowBefore || w.samples >= SURE_SAMPLES)) || gentle) {
+    if ((sharp && (this.#hurt || slowBefore || w.samples >= TUNING.sureSamples)) || gentle) {
       // The gradient: back off with how much slower the backend got (gently when it is a little: the
       // square root), at most by half.
       backoff()
-      return at(cut(Math.floor(inside * Math.max(0.5, Math.sqrt(TOLERANCE / (recent / this.#baseline))))), 'latency')
+      return at(
+        cut(Math.floor(inside * Math.max(0.5, Math.sqrt(TUNING.tolerance / (recent / this.#baseline))))),
+        'latency',
+      )
     }
     if (w.refused === 0 || this.#slow) return at(limit, 'steady')
     if (this.#debt >= 1) return at(limit, 'repaying')
@@ -296,14 +292,16 @@ export class AdaptiveEstimator {
 
   /** What a probe's failures in window `w` cost: all of them in session mode; in request mode at most two a slot the probe added. */
   #charge(w: AdaptiveWindow): number {
-    return w.sessions === true ? w.failures : Math.min(w.failures, PROBE_CHARGE * this.#step)
+    return w.sessions === true ? w.failures : Math.min(w.failures, TUNING.probeCharge * this.#step)
   }
 
-  /** The most a probe may owe: MAX_DEBT, and what MAX_PAUSE windows like `w` pay back. */
+  /** The most a probe may owe: TUNING.maxDebt, and what TUNING.maxPause windows like `w` pay back. */
   #debtCap(w: AdaptiveWindow): number {
     return Math.min(
-      MAX_DEBT,
-      (w.sessions === true ? MAX_PAUSE_SESSIONS : MAX_PAUSE) * PROBE_BUDGET * Math.max(1, w.samples - w.failures),
+      TUNING.maxDebt,
+      (w.sessions === true ? TUNING.maxPauseSessions : TUNING.maxPause) *
+        TUNING.probeBudget *
+        Math.max(1, w.samples - w.failures),
     )
   }
 
@@ -313,12 +311,13 @@ export class AdaptiveEstimator {
    * mark: the mark may be stale, and a step past the capacity is paid for), so the probe slows as it
    * nears it (as BIC-TCP). At or past it (capacity may have grown):
    * one more slot each window it holds; grown well past it without trouble, the mark is forgotten.
-   * Session mode: the gentler steps of SESSION_START and SESSION_GROWTH, one slot a window past the mark.
+   * Session mode: the gentler steps of TUNING.sessionStart and TUNING.sessionGrowth, one slot a window past the mark.
    */
   #grow(base: number, sessions: boolean): number {
-    const growth = sessions ? SESSION_GROWTH : GROWTH
-    if (this.#ceiling !== null && base > this.#ceiling * PAST) this.#ceiling = null
-    if (this.#ceiling === null) return Math.ceil(base * (this.#hurt ? growth : sessions ? SESSION_START : START))
+    const growth = sessions ? TUNING.sessionGrowth : TUNING.growth
+    if (this.#ceiling !== null && base > this.#ceiling * TUNING.past) this.#ceiling = null
+    if (this.#ceiling === null)
+      return Math.ceil(base * (this.#hurt ? growth : sessions ? TUNING.sessionStart : TUNING.start))
     if (base < this.#ceiling) {
       this.#streak = 0
       return Math.min(

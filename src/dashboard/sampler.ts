@@ -6,7 +6,7 @@
  */
 import { decodeControl, UNSTEERED, type ControlState } from '../core/control.js'
 import { clusterStatus, type ClusterStatus } from '../gate/stats.js'
-import type { InstanceReport } from '../gate/status-types.js'
+import type { InstanceStatus } from '../gate/status-types.js'
 import type { Store } from '../stores/types.js'
 import { LiveMinutes, type LiveMinute } from './live-minutes.js'
 
@@ -34,7 +34,7 @@ export interface GateView {
   name: string
   sample: Sample | null
   instances: Pick<
-    InstanceReport,
+    InstanceStatus,
     'id' | 'host' | 'pid' | 'mode' | 'limit' | 'counters' | 'admittedLastMinute' | 'storeLatencyMs' | 'breaker'
   >[]
   control: ControlState
@@ -158,7 +158,7 @@ export class Sampler {
     const history = this.#history.get(name)!
     const last = history.at(-1)
     const seconds = last ? Math.max(0.001, (status.at - last.t) / 1000) : 1
-    const worst = (pick: (i: InstanceReport) => number | null): number | null => {
+    const worst = (pick: (i: InstanceStatus) => number | null): number | null => {
       const xs = status.instances.map(pick).filter((x): x is number => x !== null)
       return xs.length === 0 ? null : Math.max(...xs)
     }

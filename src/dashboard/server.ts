@@ -7,7 +7,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { BODY_ERROR_HEADERS, readBody, SMALL_BODY, type BodyRead } from '../base/body.js'
-import { addressBlock, clientBehind, trustPolicy, type TrustPolicy } from '../base/client-address.js'
+import {
+  addressBlock,
+  clientBehind,
+  trustPolicy,
+  type TrustPolicy,
+  type TrustProxyOption,
+} from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { randomSecret, secretList } from '../base/signing.js'
 import { boolean, received, duration, optionsObject, semaphoreName } from '../base/validate.js'
@@ -39,10 +45,11 @@ export interface DashboardOptions {
   secret?: string | readonly string[]
   /**
    * Whose `X-Forwarded-For` to believe when the host does not say who the client is (the wrong-token
-   * slow-down counts per client): as the proxy's `trustProxy` (addresses, CIDRs, `loopback`, ...).
-   * Default `false`. Express (`req.ip`), Fastify (`request.ip`) and the proxy tell the client themselves.
+   * slow-down counts per client): as the proxy's `trustProxy` (addresses, CIDRs, `loopback`, ...,
+   * or a number of hops). Default `false`. Express (`req.ip`), Fastify (`request.ip`) and the proxy
+   * tell the client themselves.
    */
-  trustProxy?: boolean | string | readonly string[]
+  trustProxy?: TrustProxyOption
   /** Told of each control change made from the page (`info`). */
   logger?: {
     info?(obj: object, msg?: string): void

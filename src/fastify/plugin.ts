@@ -11,11 +11,10 @@ import type {
   HookHandlerDoneFunction,
   RouteOptions,
 } from 'fastify'
-import type { IncomingMessage } from 'node:http'
 import { createGate, type Gate } from '../gate/gate.js'
-import { createDashboard, redactToken, type DashboardOptions } from '../dashboard/server.js'
 import { LEAVE_QUERY } from '../pages/left.js'
-import { COMMAND_HEADER, handleFor, cookieList, holdWhileOpen, NO_HANDLE, runCommand } from '../gate/handle.js'
+import { Admission, passesThrough } from '../gate/admission.js'
+import { COMMAND_HEADER, cookieList, holdWhileOpen, NO_HANDLE, runCommand } from '../gate/handle.js'
 import {
   GATE_OPTION_KEYS,
   type AirlockHandle,
@@ -67,23 +66,48 @@ declare module 'fastify' {
 
 /** Per-instance registry, on the root instance: the registered gates and their reply slots. */
 const kRegistry = Symbol('airlock.registry')
-const ABORTED = 1
-const SENT = 2
 
-/** Where one gate keeps its decision on a reply (its own symbols, so stacked gates never collide). */
-interface ReplyKeys {
-  gate: symbol
-  decision: symbol
-  flags: symbol
-  /** Session mode with the adaptive limit: when the gate let the request on (performance.now()). */
-  since: symbol
-}
-type Hooked = FastifyReply & Record<symbol, unknown>
+/** Where one gate keeps its admission on a reply (its own symbol, so stacked gates never collide). */
+type ReplyKey = symbol
+type Hooked = FastifyReply & Record<symbol, FastifyAdmission | null>
 
 interface Registry {
   gates: Map<string, Gate<FastifyRequest>>
-  /** Most recent last: `reply.airlock` is the last gate's decision on the reply. */
-  slots: ReplyKeys[]
+  /** Most recent last: `reply.airlock` is the last gate's admission on the reply. */
+  slots: ReplyKey[]
+}
+
+/**
+ * An admission on a Fastify reply. Request mode: `aborted` (the client left before the answer was
+ * sent) and `sent` (onSend ran): after an abort the slot is freed only once the route's work is over.
+ */
+class FastifyAdmission extends Admission<FastifyRequest> {
+  aborted = false
+  sent = false
+  constructor(
+    gate: Gate<FastifyRequest>,
+    decision: GateDecision,
+    private readonly reply: FastifyReply,
+  ) {
+    super(gate, decision)
+  }
+  protected addHeader(name: string, value: string): void {
+    const reply = this.reply
+    // Fastify appends a `set-cookie` to those already set; another header is replaced: joined here.
+    if (name === 'set-cookie' || !reply.hasHeader(name)) reply.header(name, value)
+    else reply.header(name, `${String(reply.getHeader(name))}, ${value}`)
+  }
+  protected cookies(): string[] | undefined {
+    const reply = this.reply
+    return reply.sent || reply.raw.headersSent ? undefined : cookieList(reply.getHeader('set-cookie'))
+  }
+  protected setCookies(cookies: string[]): void {
+    this.reply.removeHeader('set-cookie')
+    for (const c of cookies) this.reply.header('set-cookie', c)
+  }
+  protected secure(): boolean {
+    return this.reply.request.protocol === 'https'
+  }
 }
 
 const folds = new WeakMap<object, boolean>()
@@ -133,79 +157,58 @@ function viewOf(request: FastifyRequest): RequestView<FastifyRequest> {
 
 function handleOf(reply: Hooked, registry: Registry): AirlockHandle {
   for (let i = registry.slots.length - 1; i >= 0; i--) {
-    const s = registry.slots[i]!
-    const gate = reply[s.gate] as Gate<FastifyRequest> | null
-    const decision = reply[s.decision] as GateDecision | null
-    if (gate === null || decision === null) continue
-    const jar = {
-      get: () => (reply.sent || reply.raw.headersSent ? undefined : cookieList(reply.getHeader('set-cookie'))),
-      set: (cookies: string[]) => {
-        reply.removeHeader('set-cookie')
-        for (const c of cookies) reply.header('set-cookie', c)
-      },
-    }
-    return handleFor(gate, decision, jar, reply.request.protocol === 'https')
+    const admission = reply[registry.slots[i]!]
+    if (admission != null) return admission
   }
   return NO_HANDLE
 }
 
-function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
-  const slotOf = (reply: Hooked): { release(failed?: boolean): Promise<boolean> } | undefined => {
-    const d = reply[s.decision] as GateDecision | null
-    return d !== null && d.kind === 'admit' ? d.slot : undefined
-  }
-
+function makeHooks(gate: Gate<FastifyRequest>, key: ReplyKey) {
   /**
-   * Request mode: the slot is released when the response closes, sent (failed: a 5xx) or not. After
-   * a client abort, only once the route's work is over (onSend or onError). One `close` listener, not
+   * Request mode: the slot is freed when the response closes, sent (failed: a 5xx) or not. After a
+   * client abort, only once the route's work is over (onSend or onError). One `close` listener, not
    * an onResponse hook: such a hook makes Fastify add and remove two listeners of its own on every
    * request, and `close` comes after `finish` in any case.
    */
-  const watchClose = (
-    request: FastifyRequest,
-    reply: Hooked,
-    slot: { release(failed?: boolean): Promise<boolean> },
-  ): void => {
+  const watchClose = (request: FastifyRequest, reply: FastifyReply, admission: FastifyAdmission): void => {
     const res = reply.raw
     const onClose = (): void => {
-      if (res.writableFinished) {
-        void slot.release(res.statusCode >= 500)
-        return
-      }
-      reply[s.flags] = (reply[s.flags] as number) | ABORTED
-      if ((reply[s.flags] as number) & SENT) void slot.release()
+      if (res.writableFinished) return admission.ended(res.statusCode)
+      admission.aborted = true
+      if (admission.sent) admission.ended()
     }
     if (res.destroyed || request.raw.destroyed) onClose()
     else res.on('close', onClose)
   }
 
   const apply = (request: FastifyRequest, reply: Hooked, d: GateDecision, done: HookHandlerDoneFunction): void => {
-    if (d.kind !== 'bypass') {
-      reply[s.gate] = gate
-      reply[s.decision] = d
-    }
-    if (d.setCookie !== undefined) reply.header('set-cookie', d.setCookie)
-    if (d.kind === 'admit' && d.headers !== undefined) reply.headers(d.headers)
-    if (d.response !== undefined) {
+    // Not gated and nothing to add: on to the route, with nothing made.
+    if (passesThrough(d)) return done()
+    const admission = new FastifyAdmission(gate, d, reply)
+    if (d.kind !== 'bypass') reply[key] = admission
+    const answer = admission.open()
+    if (answer !== undefined) {
       // Vary: joined to what the application already said it varies on (Origin, ...), not replaced.
-      const { headers } = d.response
+      const { headers } = answer
       const vary =
         headers.vary !== undefined && reply.hasHeader('vary')
           ? varyWith(reply.getHeader('vary'), headers.vary)
           : undefined
       reply
-        .code(d.response.status)
+        .code(answer.status)
         .headers(vary === undefined ? headers : { ...headers, vary })
-        .send(d.response.body)
+        .send(answer.body)
       return
     }
-    if (d.kind === 'admit' && d.slot !== undefined) {
-      // Session mode's hooks release no slot: a request let in on the local share (store down) frees its place when it closes.
-      if (gate.mode === 'session') reply.raw.once('close', () => void d.slot!.release(reply.raw.statusCode >= 500))
-      else watchClose(request, reply, d.slot)
+    const slot = admission.slot
+    if (slot !== undefined) {
+      // Session mode's hooks free no slot: a request let in on the local quota (store down) frees its place when it closes.
+      if (gate.mode === 'session')
+        reply.raw.once('close', () => admission.ended(reply.raw.writableFinished ? reply.raw.statusCode : undefined))
+      else watchClose(request, reply, admission)
       // An upgrade (@fastify/websocket) is a request that lasts: its slot is kept alive until the socket closes.
-      if (request.raw.headers.upgrade !== undefined) holdWhileOpen(request.raw.socket, d.slot)
-    } else if (gate.measures(d)) reply[s.since] = performance.now()
+      if (request.raw.headers.upgrade !== undefined) holdWhileOpen(request.raw.socket, slot)
+    }
     done()
   }
 
@@ -233,23 +236,21 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
   }
   if (gate.mode === 'session') {
     if (!gate.adaptive) return { onRequest, onConfirm }
-    // The adaptive limit learns from the response time of admitted requests (passes and newcomers).
+    // The adaptive limit learns from the route's own time (from the gate's decision on: not the decision's store call, nor a wait).
     function onMeasure(
       this: FastifyInstance,
       _request: FastifyRequest,
       reply: FastifyReply,
       done: HookHandlerDoneFunction,
     ): void {
-      const d = (reply as Hooked)[s.decision] as GateDecision | null
-      // The route's own time, from the gate's decision on (not the decision's store call, nor a wait).
-      if (d !== null && gate.measures(d))
-        gate.measure(performance.now() - ((reply as Hooked)[s.since] as number), reply.statusCode >= 500, d)
+      const admission = (reply as Hooked)[key]
+      if (admission != null && admission.slot === undefined) admission.ended(reply.statusCode)
       done()
     }
     return { onRequest, onConfirm, onMeasure }
   }
 
-  // Request mode: released once, when the response closes (watchClose), or after an abort by onSend / onError.
+  // Request mode: freed once, when the response closes (watchClose), or after an abort by onSend / onError.
   function onSend(
     this: FastifyInstance,
     _request: FastifyRequest,
@@ -257,9 +258,11 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     payload: unknown,
     done: (err: Error | null, payload?: unknown) => void,
   ): void {
-    const r = reply as Hooked
-    r[s.flags] = (r[s.flags] as number) | SENT
-    if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
+    const admission = (reply as Hooked)[key]
+    if (admission != null) {
+      admission.sent = true
+      if (admission.aborted) admission.ended()
+    }
     done(null, payload)
   }
   function onError(
@@ -269,8 +272,8 @@ function makeHooks(gate: Gate<FastifyRequest>, s: ReplyKeys) {
     _error: Error,
     done: () => void,
   ): void {
-    const r = reply as Hooked
-    if ((r[s.flags] as number) & ABORTED) void slotOf(r)?.release()
+    const admission = (reply as Hooked)[key]
+    if (admission?.aborted) admission.ended()
     done()
   }
   return { onRequest, onConfirm, onSend, onError }
@@ -292,20 +295,12 @@ function attach(route: RouteOptions, hooks: ReturnType<typeof makeHooks>): void 
   }
 }
 
-/** Reply slots for one more gate (its own symbols), registered on the instance. */
-function newReplyKeys(fastify: FastifyInstance, registry: Registry, name: string): ReplyKeys {
-  const slots: ReplyKeys = {
-    gate: Symbol(`airlock.${name}.gate`),
-    decision: Symbol(`airlock.${name}.decision`),
-    flags: Symbol(`airlock.${name}.flags`),
-    since: Symbol(`airlock.${name}.since`),
-  }
-  registry.slots.push(slots)
-  fastify.decorateReply(slots.gate, null)
-  fastify.decorateReply(slots.decision, null)
-  fastify.decorateReply(slots.flags, 0)
-  fastify.decorateReply(slots.since, 0)
-  return slots
+/** A reply slot for one more gate (its own symbol), registered on the instance. */
+function newReplyKey(fastify: FastifyInstance, registry: Registry, name: string): ReplyKey {
+  const key = Symbol(`airlock.${name}`)
+  registry.slots.push(key)
+  fastify.decorateReply(key, null)
+  return key
 }
 
 /** The registry of the root instance (every registration, wherever it happens, shares it). */
@@ -326,9 +321,8 @@ function registryOf(fastify: FastifyInstance): Registry {
     const value = reply.getHeader(COMMAND_HEADER)
     if (value !== undefined) {
       reply.removeHeader(COMMAND_HEADER)
-      const r = reply as Hooked
-      const s = [...registry.slots].reverse().find((x) => r[x.gate] !== null)
-      if (s !== undefined) runCommand(handleOf(r, registry), value)
+      const handle = handleOf(reply as Hooked, registry)
+      if (handle !== NO_HANDLE) runCommand(handle, value)
     }
     done(null, payload)
   })
@@ -378,7 +372,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
     )
   }
   registry.gates.set(gate.name, gate)
-  const slots = newReplyKeys(fastify, registry, gate.name)
+  const slots = newReplyKey(fastify, registry, gate.name)
   const gates: Gate<FastifyRequest>[] = [gate]
   const hooks = makeHooks(gate, slots)
   // Serve only once every gate has read its live control (a closed site stays closed across a restart).
@@ -419,7 +413,7 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
       if (registry.slots[0] !== slots) return
       const child = gate.child(checkRouteGate(cfg, `config.airlock of ${route.method} ${route.url}`))
       gates.push(child)
-      own = makeHooks(child, newReplyKeys(fastify, registry, child.name))
+      own = makeHooks(child, newReplyKey(fastify, registry, child.name))
       routeHooks.set(cfg as object, own)
     }
     attach(route, own)
@@ -449,39 +443,5 @@ const plugin: FastifyPluginAsync<AirlockShieldOptions> = async (fastify, options
  * a second gate (`global: false` and `config: { airlock: 'api' }` to pick its routes).
  */
 export const airlockShield = fp(plugin, { name: 'airlock-shield', fastify: '5.x' })
-
-/**
- * The operator's dashboard as a Fastify plugin (docs/dashboard.md):
- * `app.register(airlockDashboard, { prefix: '/airlock', token, store, names: ['shop'] })`. Its routes
- * opt out of every gate (`config: { airlock: false }`), so the operator is never turned away.
- */
-export const airlockDashboard: FastifyPluginAsync<DashboardOptions> = async (fastify, options) => {
-  const { prefix: _p, logLevel: _l, ...rest } = options as DashboardOptions & { prefix?: unknown; logLevel?: unknown }
-  const dashboard = createDashboard({ logger: fastify.log, ...rest })
-  fastify.addHook('onClose', async () => dashboard.close())
-  // The dashboard reads its own bodies (src/base/body.ts: 4 KB at most, within 10 s).
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('*', (_request, _payload, done) => done(null))
-  const handler = (request: FastifyRequest, reply: FastifyReply): void => {
-    reply.hijack()
-    const raw = request.raw as IncomingMessage & { originalUrl?: string }
-    raw.originalUrl = request.url
-    raw.url = request.url.slice(fastify.prefix.length) || '/'
-    dashboard.handle(raw, reply.raw, request.ip)
-  }
-  // Fastify logs "incoming request" before any hook runs: the routes' own serializer leaves a
-  // `?token=` link's token out of it.
-  const logSerializers = {
-    req: (request: FastifyRequest) => ({
-      method: request.method,
-      url: redactToken(request.url),
-      host: request.host,
-      remoteAddress: request.ip,
-      remotePort: request.socket?.remotePort,
-    }),
-  }
-  for (const url of ['/', '/*'])
-    fastify.route({ method: ['GET', 'POST'], url, config: { airlock: false }, logSerializers, handler })
-}
 
 export default airlockShield

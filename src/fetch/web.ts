@@ -6,8 +6,9 @@
  * and in request mode the slot released once its body ends). Web APIs only: no `node:` import.
  */
 import type { Gate } from '../gate/gate.js'
-import { COMMAND_HEADER, handleFor, NO_HANDLE, runCommand, type CookieJar } from '../gate/handle.js'
-import type { AirlockHandle, GateDecision, GateResponse, RequestSlot, RequestView } from '../gate/types.js'
+import { Admission } from '../gate/admission.js'
+import { COMMAND_HEADER, NO_HANDLE } from '../gate/handle.js'
+import type { AirlockHandle, GateDecision, GateResponse, RequestView } from '../gate/types.js'
 
 const NONE: readonly string[] = Object.freeze([])
 
@@ -186,45 +187,46 @@ function watchBody(response: Response, done: () => void): Response {
 }
 
 /**
- * One request's decision, for a middleware: send {@link response} when set (the route must not run);
+ * One request's admission, on the Web's `Request` and `Response` (the admission's Web translation,
+ * src/gate/admission.ts), for a middleware: send {@link response} when set (the route must not run);
  * else run the route and pass its response to {@link finish} (or call {@link fail} when it threw).
+ * The gate's cookies and headers wait here until the route's response is at hand.
  */
-export class WebAnswer<Req = unknown> {
+export class WebAnswer<Req = unknown> extends Admission<Req> {
   /** The gate's own answer (busy `503`, waiting `202`, the challenge, the confirm `204`, an admitted poll, "left the line"); `undefined`: on to the route. */
   readonly response: Response | undefined
-  /** The gate's decision for this request. */
-  readonly decision: GateDecision
-  readonly #gate: Gate<Req>
   readonly #request: Request
   readonly #secure: boolean
-  /** The gate's cookies for the route's response; `undefined` once it is finished. */
-  #cookies: readonly string[] | undefined
-  #handle: AirlockHandle | undefined
-  /** Session mode with the adaptive limit: when the route started (performance.now()). */
-  readonly #since: number
+  /** The gate's cookies for the route's response (the shared empty list until one is added); `undefined` once it is finished. */
+  #cookies: readonly string[] | undefined = NONE
+  /** The gate's other headers for the route's response (name, value, ...). */
+  #headers: string[] | undefined
 
   constructor(gate: Gate<Req>, decision: GateDecision, request: Request, secure: boolean) {
-    this.#gate = gate
-    this.decision = decision
+    super(gate, decision)
     this.#request = request
     this.#secure = secure
-    this.response =
-      decision.response === undefined ? undefined : toResponse(decision.response, decision.setCookie, request.method)
-    this.#cookies = decision.setCookie === undefined ? NONE : [decision.setCookie]
-    this.#since = decision.response === undefined && gate.measures(decision) ? performance.now() : -1
+    const answer = this.open()
+    this.response = answer === undefined ? undefined : toResponse(answer, decision.setCookie, request.method)
+  }
+
+  protected addHeader(name: string, value: string): void {
+    if (name !== 'set-cookie') (this.#headers ??= []).push(name, value)
+    else if (this.#cookies !== undefined) this.#cookies = [...this.#cookies, value]
+  }
+  protected cookies(): string[] | undefined {
+    return this.#cookies as string[] | undefined
+  }
+  protected setCookies(cookies: string[]): void {
+    if (this.#cookies !== undefined) this.#cookies = cookies
+  }
+  protected secure(): boolean {
+    return this.#secure
   }
 
   /** The route's view of the decision (`release()` ends the pass or the request's slot early). */
   get airlock(): AirlockHandle {
-    if (this.#handle !== undefined) return this.#handle
-    if (this.decision.kind === 'bypass') return (this.#handle = NO_HANDLE)
-    const jar: CookieJar = {
-      get: () => this.#cookies as string[] | undefined,
-      set: (cookies) => {
-        if (this.#cookies !== undefined) this.#cookies = cookies
-      },
-    }
-    return (this.#handle = handleFor(this.#gate, this.decision, jar, this.#secure))
+    return this.decision.kind === 'bypass' ? NO_HANDLE : this
   }
 
   /**
@@ -237,14 +239,9 @@ export class WebAnswer<Req = unknown> {
   get headers(): Headers {
     const headers = new Headers()
     for (const c of this.#cookies ?? NONE) headers.append('set-cookie', c)
-    if (this.decision.kind === 'admit' && this.decision.headers !== undefined)
-      for (const [k, v] of Object.entries(this.decision.headers)) headers.append(k, v)
+    const more = this.#headers
+    if (more !== undefined) for (let i = 0; i < more.length; i += 2) headers.append(more[i]!, more[i + 1]!)
     return headers
-  }
-
-  /** The slot this request holds until its response is over (request mode; a local-share admission in session mode). */
-  get #slot(): RequestSlot | undefined {
-    return this.decision.kind === 'admit' ? this.decision.slot : undefined
   }
 
   /**
@@ -255,24 +252,24 @@ export class WebAnswer<Req = unknown> {
    */
   finish(response: Response): Response {
     const d = this.decision
-    const slot = this.#slot
-    if (this.#since >= 0) this.#gate.measure(performance.now() - this.#since, response.status >= 500, d)
+    const slot = this.slot
+    const status = response.status
+    if (slot === undefined) this.ended(status)
     const command = d.kind === 'bypass' ? null : commandOf(response)
-    const headers = d.kind === 'admit' ? d.headers : undefined
-    if (command !== null || (this.#cookies ?? NONE).length > 0 || headers !== undefined) {
+    const more = this.#headers
+    if (command !== null || (this.#cookies ?? NONE).length > 0 || more !== undefined) {
       response = mutable(response)
       if (command !== null) {
         response.headers.delete(COMMAND_HEADER)
         // Before the cookies go out: ending the pass replaces its cookie with one that clears it.
-        runCommand(this.airlock, command)
+        this.command(command)
       }
       for (const c of this.#cookies ?? NONE) response.headers.append('set-cookie', c)
-      if (headers !== undefined) for (const [k, v] of Object.entries(headers)) response.headers.append(k, v)
+      if (more !== undefined) for (let i = 0; i < more.length; i += 2) response.headers.append(more[i]!, more[i + 1]!)
     }
     this.#cookies = undefined
     if (slot === undefined) return response
-    const failed = response.status >= 500
-    const release = (): void => void slot.release(failed)
+    const release = (): void => this.ended(status)
     // No body will be read: a HEAD answer (Hono, and some servers, drop it unread), or the client is gone.
     const signal = this.#request.signal
     if (this.#request.method === 'HEAD' || signal.aborted) {
@@ -289,8 +286,7 @@ export class WebAnswer<Req = unknown> {
   /** The route threw (no response): request mode frees the slot, as failed work. */
   fail(): void {
     this.#cookies = undefined
-    void this.#slot?.release(true)
-    if (this.#since >= 0) this.#gate.measure(performance.now() - this.#since, true, this.decision)
+    this.failed()
   }
 }
 

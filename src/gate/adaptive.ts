@@ -8,14 +8,14 @@
  * The operator's live limit still wins (EffectiveLimit).
  */
 import { limitChannel, type LimitEvent } from '../base/events.js'
-import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, SHARP } from '../core/adaptive.js'
+import { AdaptiveEstimator, histogramQuantile, LATENCY_BUCKETS, latencyBucket, TUNING } from '../core/adaptive.js'
 import { AdaptiveBoard } from '../stores/adaptive-board.js'
 import type { AdaptReport, Store } from '../stores/types.js'
 import type { EffectiveLimit } from './limit.js'
 import { holdsPass } from './decisions.js'
 import type { GateDecision } from './types.js'
 import type { AdaptiveSettings } from './option-types.js'
-import type { AdaptiveState } from './status-types.js'
+import type { AdaptiveStatus } from './status-types.js'
 
 /** How often each instance hands its window to the fleet (ms): short, because a fleet sees the effect of a change only a window or two later. */
 export const ADAPTIVE_WINDOW_MS = 125
@@ -46,14 +46,41 @@ const MAX_KEEP_MS = 5_000
 /** Session mode: passes held back after a failure, at most (beyond, the list starts afresh). */
 const MAX_HELD_BACK = 10_000
 
+/** What an adaptive gate is made of, handed whole (one object, not a positional list). */
+export interface AdaptiveGateParts {
+  /** The gate's name: the fleet's figure is kept under it. */
+  name: string
+  store: Store
+  /** The limit in force, which the adaptive figure feeds (the operator's live limit still wins). */
+  limit: EffectiveLimit
+  /** The bounds and the start (`limit: { min, max, initial? }`, resolved). */
+  settings: AdaptiveSettings
+  /** How often (ms) this instance hands its window to the fleet: {@link ADAPTIVE_WINDOW_MS}. */
+  window: number
+  /** Session mode: a slot is a visitor (see `AdaptiveWindow.sessions`). */
+  sessions: boolean
+  onError: (err: unknown) => void
+  /** Session mode: gives back the pass `decision` holds (its visitor is a newcomer again). Default: nothing. */
+  revoke?: (decision: GateDecision) => void
+}
+
 export class AdaptiveGate {
+  private readonly name: string
+  private readonly limit: EffectiveLimit
+  private readonly settings: AdaptiveSettings
+  private readonly window: number
+  /** Session mode: a slot is a visitor (see `AdaptiveWindow.sessions`). */
+  private readonly sessions: boolean
+  private readonly onError: (err: unknown) => void
+  /** Session mode: gives back the pass `decision` holds (its visitor is a newcomer again). */
+  private readonly revoke: (decision: GateDecision) => void
   readonly #buckets = new Uint32Array(LATENCY_BUCKETS)
   #samples = 0
   #failures = 0
   #refused = 0
   #timer: NodeJS.Timeout | undefined
   #busy = false
-  #state: AdaptiveState
+  #state: AdaptiveStatus
   /** A good request's time here (ms, a moving average): how long a failed request keeps its slot. */
   #good = 0
   /**
@@ -72,18 +99,10 @@ export class AdaptiveGate {
   /** Where the fleet's figure is kept: the store, or this gate alone when the store keeps none. */
   readonly #fleet: Pick<Required<Store>, 'adapt' | 'adaptCommit'>
 
-  constructor(
-    private readonly name: string,
-    store: Store,
-    private readonly limit: EffectiveLimit,
-    private readonly settings: AdaptiveSettings,
-    private readonly window: number,
-    /** Session mode: a slot is a visitor (see `AdaptiveWindow.sessions`). */
-    private readonly sessions: boolean,
-    private readonly onError: (err: unknown) => void,
-    /** Session mode: gives back the pass `decision` holds (its visitor is a newcomer again). */
-    private readonly revoke: (decision: GateDecision) => void = () => {},
-  ) {
+  constructor(parts: AdaptiveGateParts) {
+    const { store, limit, settings, window } = parts
+    ;({ name: this.name, limit: this.limit, settings: this.settings, window: this.window } = parts)
+    ;({ sessions: this.sessions, onError: this.onError, revoke: this.revoke = () => {} } = parts)
     this.#state = { ...settings, limit: settings.initial, baseline: null, recent: null, reason: 'start' }
     limit.setAdaptive(settings.initial)
     if (typeof store.adapt === 'function' && typeof store.adaptCommit === 'function') {
@@ -101,7 +120,7 @@ export class AdaptiveGate {
     void this.tick()
   }
 
-  get state(): AdaptiveState {
+  get state(): AdaptiveStatus {
     return this.#state
   }
 
@@ -153,7 +172,7 @@ export class AdaptiveGate {
   #shed(ms: number, failed: boolean): boolean {
     if (this.#out === null || this.#out <= this.limit.value) return false
     const baseline = this.#state.baseline
-    if (!failed && (baseline === null || ms <= SHARP * baseline)) return false
+    if (!failed && (baseline === null || ms <= TUNING.sharp * baseline)) return false
     this.#out--
     return true
   }

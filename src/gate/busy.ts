@@ -4,25 +4,36 @@
  * from the user's `nonce` function). User functions (`skip`, `nonce`) that throw are logged once.
  */
 import { BusyAnswers, type BusyReason } from '../pages/answers.js'
+import type { BusySettings } from '../pages/busy.js'
 import type { PageLanguages } from '../pages/language.js'
 import { guardedCall } from './decisions.js'
 import type { BusyDecision, GateLogger, RequestView } from './types.js'
+
+/** What the gate's answers are made of: the resolved options' (`GateSettings`) fields they read, handed whole. */
+export interface AnswerSettings<Req> {
+  /** The gate's name. */
+  name: string
+  logger: GateLogger
+  /** The busy answer's settings (the `busy` option group). */
+  busy: BusySettings
+  nonce: ((request: Req) => string | undefined) | undefined
+  /** The built-in pages' languages (the `messages` option). */
+  languages: PageLanguages
+}
 
 export class GateAnswers<Req> {
   /** User functions that threw (logged once each). */
   readonly #warned = new Set<string>()
   readonly pages: BusyAnswers
+  private readonly gate: string
+  private readonly logger: GateLogger
+  private readonly nonce: ((request: Req) => string | undefined) | undefined
+  /** The built-in pages' languages (the `messages` option). */
+  readonly languages: PageLanguages
 
-  constructor(
-    private readonly gate: string,
-    private readonly logger: GateLogger,
-    retryAfter: number,
-    busyPage: ConstructorParameters<typeof BusyAnswers>[1],
-    private readonly nonce: ((request: Req) => string | undefined) | undefined,
-    /** The built-in pages' languages (the `messages` option). */
-    readonly languages: PageLanguages,
-  ) {
-    this.pages = new BusyAnswers(retryAfter, busyPage, this.pageError('busyPage'), languages, gate)
+  constructor(s: AnswerSettings<Req>) {
+    ;({ name: this.gate, logger: this.logger, nonce: this.nonce, languages: this.languages } = s)
+    this.pages = new BusyAnswers(s.busy, this.pageError('busy.page'), s.languages, s.name)
   }
 
   /** Logs a page builder that threw (the built-in page is sent instead). */

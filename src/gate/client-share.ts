@@ -6,12 +6,12 @@
 import { createHash } from 'node:crypto'
 import { addressBlock } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
-import { received, knownKeys, positiveInteger } from '../base/validate.js'
+import { boundedCount, received, knownKeys } from '../base/validate.js'
 import type { ClientShare } from '../stores/types.js'
 import type { ClientShareOptions } from './option-types.js'
 
 /** A gate's share settings, resolved. */
-export interface ShareSettings {
+export interface ClientShareSettings {
   places: number
   /** `undefined`: a quarter of the live limit. */
   slots: number | undefined
@@ -19,9 +19,11 @@ export interface ShareSettings {
 }
 
 export const SHARE_DEFAULTS = { places: 20, perMinute: 60 } as const
+/** Why a share's figures stop at 2^31 − 1, as the gate's limit does. */
+const SHARE_BOUND = "a client's share is part of the gate's limit, which stops there too"
 
 /** Checks `clientShare`: `false` turns the share off (`undefined`), `true` or absent gives the defaults. */
-export function shareSettings(option: unknown): ShareSettings | undefined {
+export function clientShareSettings(option: unknown): ClientShareSettings | undefined {
   if (option === false) return undefined
   if (option === undefined || option === true) return { ...SHARE_DEFAULTS, slots: undefined }
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
@@ -31,16 +33,16 @@ export function shareSettings(option: unknown): ShareSettings | undefined {
   }
   const o = option as ClientShareOptions
   knownKeys('clientShare', o, ['places', 'slots', 'perMinute'])
+  const count = (option: string, value: unknown): number => boundedCount(option, value, SHARE_BOUND)
   return {
-    places: positiveInteger('clientShare.places', o.places ?? SHARE_DEFAULTS.places),
-    slots: o.slots === undefined ? undefined : positiveInteger('clientShare.slots', o.slots),
-    perMinute:
-      o.perMinute === 0 ? 0 : positiveInteger('clientShare.perMinute', o.perMinute ?? SHARE_DEFAULTS.perMinute),
+    places: count('clientShare.places', o.places ?? SHARE_DEFAULTS.places),
+    slots: o.slots === undefined ? undefined : count('clientShare.slots', o.slots),
+    perMinute: o.perMinute === 0 ? 0 : count('clientShare.perMinute', o.perMinute ?? SHARE_DEFAULTS.perMinute),
   }
 }
 
 /** The store's share request for `key` under `limit` in force. */
-export function shareFor(s: ShareSettings, key: string, limit: number): ClientShare {
+export function shareFor(s: ClientShareSettings, key: string, limit: number): ClientShare {
   return { key, places: s.places, slots: s.slots ?? Math.max(1, Math.ceil(limit / 4)), perMinute: s.perMinute }
 }
 

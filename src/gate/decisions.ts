@@ -3,23 +3,28 @@
  */
 import type { EnterResult } from '../core/waiting-room.js'
 import type { Lease } from '../core/semaphore.js'
-import type { AdmitDecision, BypassDecision, GateDecision, PassDecision } from './types.js'
+import type { AdmitDecision, BypassDecision, GateDecision, PassDecision, RequestSlot } from './types.js'
 
 const noop = (): void => {}
 
 /** Not gated: on to the route. */
 export const BYPASS: BypassDecision = Object.freeze({ kind: 'bypass', setCookie: undefined, response: undefined })
 
+/** Admitted while the store could not answer: to `slot` (the instance's local quota), or without one (`onStoreError: 'open'`). */
+export function storeUnavailableAdmit(slot: RequestSlot | undefined): AdmitDecision {
+  return {
+    kind: 'admit',
+    reason: 'store-unavailable',
+    token: undefined,
+    setCookie: undefined,
+    headers: undefined,
+    response: undefined,
+    slot,
+  }
+}
+
 /** Admitted without a slot: the store failed and `onStoreError` is `'open'`. */
-export const OPEN_ADMIT: AdmitDecision = Object.freeze({
-  kind: 'admit',
-  reason: 'store-unavailable',
-  token: undefined,
-  setCookie: undefined,
-  headers: undefined,
-  response: undefined,
-  slot: undefined,
-})
+export const OPEN_ADMIT: AdmitDecision = Object.freeze(storeUnavailableAdmit(undefined))
 
 /** The query of the gate's own confirm request; the admitting page links to it (`Link: rel=prefetch`). */
 export const CONFIRM_QUERY = '?__airlock=confirm'

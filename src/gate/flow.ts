@@ -7,7 +7,7 @@ import type { Semaphore } from '../core/semaphore.js'
 import type { GateAnswers } from './busy.js'
 import type { BusyReason } from '../pages/answers.js'
 import type { StoreGuard } from '../core/guard.js'
-import type { LocalShare } from './local-share.js'
+import type { LocalQuota } from './local-quota.js'
 import type { LossWatch } from './failover.js'
 import type { EffectiveLimit } from './limit.js'
 import type { GateSettings } from './options.js'
@@ -27,7 +27,7 @@ export interface GateParts<Req> {
   readonly admissionRate: () => number | null
   readonly control: ControlInForce
   /** The store unavailable (`onStoreError: 'local'`), or it lost its last writes (a failover). */
-  readonly share: LocalShare
+  readonly quota: LocalQuota
   readonly loss: LossWatch
   /** The gate's account of its visitors: every sink it has (see tally.ts). */
   readonly tally: Tally
@@ -41,7 +41,7 @@ export abstract class Flow<Req> {
   protected readonly answers: GateAnswers<Req>
   protected readonly limit: EffectiveLimit
   protected readonly control: ControlInForce
-  protected readonly share: LocalShare
+  protected readonly quota: LocalQuota
   protected readonly loss: LossWatch
   protected readonly tally: Tally
   protected readonly releaseError = (err: unknown): void => this.guard.logFailure(err, 'release')
@@ -54,7 +54,7 @@ export abstract class Flow<Req> {
       answers: this.answers,
       limit: this.limit,
       control: this.control,
-      share: this.share,
+      quota: this.quota,
       loss: this.loss,
       tally: this.tally,
     } = parts)
@@ -84,15 +84,15 @@ export abstract class Flow<Req> {
 
   /**
    * The store could not decide (`holder`: for a validly signed pass it could not re-check), or
-   * (`err` undefined: not logged here) may have lost slots it counts as free: see `LocalShare.outage`.
+   * (`err` undefined: not logged here) may have lost slots it counts as free: see `LocalQuota.outage`.
    */
   protected storeFailed(view: RequestView<Req>, err: unknown, holder = false): GateDecision {
     const policy = this.s.onStoreError
     if (err !== undefined)
       this.guard.logFailure(
         err,
-        policy === 'local' ? 'admitting within the local share' : policy === 'open' ? 'failing open' : 'failing closed',
+        policy === 'local' ? 'admitting within the local quota' : policy === 'open' ? 'failing open' : 'failing closed',
       )
-    return this.share.outage(policy, holder, Date.now()) ?? this.busy(view, 'store-unavailable')
+    return this.quota.outage(policy, holder, Date.now()) ?? this.busy(view, 'store-unavailable')
   }
 }

@@ -10,9 +10,9 @@ import { createSemaphore, type Semaphore, type SemaphoreState } from '../core/se
 import { confirmedAnswer, type GateResponse } from '../pages/answers.js'
 import { GateAnswers } from './busy.js'
 import { StoreGuard } from '../core/guard.js'
-import { LocalShare } from './local-share.js'
+import { LocalQuota } from './local-quota.js'
 import { LossWatch } from './failover.js'
-import { gateStatus, GateStats, Reporter } from './stats.js'
+import { gateStatus, GateStats, StatusWriter } from './stats.js'
 import { breakerChannel, decisionChannel, type DecisionEvent } from '../base/events.js'
 import { childOptions, resolveGateOptions, warnRandomSecret, type GateSettings } from './options.js'
 import { EffectiveLimit, type LimitSource } from './limit.js'
@@ -79,7 +79,7 @@ export class Gate<Req = unknown> {
   private readonly sem: Semaphore
   private readonly guard: StoreGuard
   private readonly stats: GateStats
-  private readonly reporter: Reporter
+  private readonly reporter: StatusWriter
   private readonly answers: GateAnswers<Req>
 
   constructor(options: GateOptions<Req> = {}) {
@@ -98,12 +98,8 @@ export class Gate<Req = unknown> {
       recheckInterval: this.recheckInterval,
       ttl: this.ttl,
     } = s)
-    ;({
-      reuseWindow: this.reuseWindow,
-      retryAfter: this.retryAfter,
-      onStoreError: this.onStoreError,
-      storeTimeout: this.storeTimeout,
-    } = s)
+    ;({ reuseWindow: this.reuseWindow, onStoreError: this.onStoreError, storeTimeout: this.storeTimeout } = s)
+    this.retryAfter = s.busy.retryAfter
     ;({ store: this.store, logger: this.logger, randomSecret: this.randomSecret } = s)
     this.cookieName = s.cookie.name
     this.ticketCookieName = s.ticketCookieName
@@ -137,15 +133,8 @@ export class Gate<Req = unknown> {
       s.secrets,
       this.sem,
     )
-    const answers = (this.answers = new GateAnswers<Req>(
-      s.name,
-      s.logger,
-      s.retryAfter,
-      s.busyPage,
-      s.nonce,
-      s.languages,
-    ))
-    const share = new LocalShare(liveLimit, s.mode === 'session', s.passTtl)
+    const answers = (this.answers = new GateAnswers<Req>(s))
+    const quota = new LocalQuota(liveLimit, s.mode === 'session', s.passTtl)
     const loss = new LossWatch(
       s.store,
       s.name,
@@ -161,26 +150,26 @@ export class Gate<Req = unknown> {
       liveLimit,
       admissionRate,
       control,
-      share,
+      quota,
       loss,
       tally,
     }
     // The session flow checks the queue's options (its line), so it is built before any timer starts.
     const session = s.mode === 'session' ? new SessionFlow<Req>(parts, this.#passes) : undefined
-    this.reporter = new Reporter(s.store, s.name, stats, s.reportInterval, (instances) => (share.fleet = instances))
+    this.reporter = new StatusWriter(s.store, s.name, stats, s.statusInterval, (instances) => (quota.fleet = instances))
     const onAdaptError = (err: unknown): void => this.guard.logFailure(err, 'adaptive limit')
     this.#adaptor =
       s.adaptive &&
-      new AdaptiveGate(
-        s.name,
-        s.store,
+      new AdaptiveGate({
+        name: s.name,
+        store: s.store,
         limit,
-        s.adaptive,
-        ADAPTIVE_WINDOW_MS,
-        s.mode === 'session',
-        onAdaptError,
-        (d) => void this.release(d, 'operator'),
-      )
+        settings: s.adaptive,
+        window: ADAPTIVE_WINDOW_MS,
+        sessions: s.mode === 'session',
+        onError: onAdaptError,
+        revoke: (d) => void this.release(d, 'operator'),
+      })
     this.#flow = session ?? new RequestFlow<Req>(parts, this.#adaptor)
     if (s.control) this.ready = control.start()
     if (s.history) {

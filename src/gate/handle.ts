@@ -1,9 +1,9 @@
 /**
- * What a decision holds and how it is released, for the adapters: both build `reply.airlock`
- * (Fastify) and `res.locals.airlock` (Express) here, so the branching lives in one place.
+ * The small pieces the admission (admission.ts) and the adapters share: the handle of a request no
+ * gate decided, holding a slot while an upgraded socket is open, `Set-Cookie` as a list, and the
+ * `Airlock-Command` header.
  */
-import { holdsPass, type Gate } from './gate.js'
-import type { AirlockHandle, GateDecision, RequestSlot } from './types.js'
+import type { AirlockHandle, RequestSlot } from './types.js'
 
 /** For a request the gate did not decide (a route without a gate): nothing to release. */
 export const NO_HANDLE: AirlockHandle = Object.freeze({ decision: undefined, release: async () => false })
@@ -19,79 +19,6 @@ export function holdWhileOpen(
 ): void {
   slot.hold(() => socket.destroy())
   socket.once('close', () => void slot.release())
-}
-
-/** The response side of a release: its current `Set-Cookie` values, and how to replace them. */
-export interface CookieJar {
-  /** `undefined` once the headers are sent (then the browser keeps the cookie until it expires). */
-  get(): string[] | undefined
-  set(cookies: string[]): void
-}
-
-/**
- * The route's view of a decision. `release()` ends what it holds: a request-mode slot now, or a
- * visitor's pass (its slot is freed and, while the headers are not sent, the response clears the
- * cookie, replacing any pass cookie set earlier in this response). Never rejects. One object a
- * request: an adapter's subclass reaches its response (the cookies, HTTPS) only when released.
- */
-export abstract class GateHandle<Req> implements AirlockHandle {
-  constructor(
-    readonly gate: Gate<Req>,
-    readonly decision: GateDecision,
-  ) {}
-
-  /** The response's current `Set-Cookie` values; `undefined` once the headers are sent. */
-  protected abstract cookies(): string[] | undefined
-  /** Replaces the response's `Set-Cookie` values. */
-  protected abstract setCookies(cookies: string[]): void
-  /** Whether the request came over HTTPS (read only when a cookie is cleared). */
-  protected abstract secure(): boolean
-
-  release(): Promise<boolean> {
-    const decision = this.decision
-    if (holdsPass(decision)) {
-      const current = this.cookies()
-      if (current !== undefined) {
-        const prefix = `${this.gate.cookieName}=`
-        this.setCookies([...current.filter((c) => !c.startsWith(prefix)), this.gate.clearCookie(this.secure())])
-      }
-    }
-    return this.gate.release(decision)
-  }
-}
-
-/** A handle on a {@link CookieJar} (the proxy's, Fastify's, the fetch adapter's). */
-class JarHandle<Req> extends GateHandle<Req> {
-  constructor(
-    gate: Gate<Req>,
-    decision: GateDecision,
-    private readonly jar: CookieJar,
-    private readonly https: boolean | (() => boolean),
-  ) {
-    super(gate, decision)
-  }
-  protected cookies(): string[] | undefined {
-    return this.jar.get()
-  }
-  protected setCookies(cookies: string[]): void {
-    this.jar.set(cookies)
-  }
-  protected secure(): boolean {
-    return typeof this.https === 'boolean' ? this.https : this.https()
-  }
-}
-
-/**
- * The route's view of a decision (see {@link GateHandle}) on a {@link CookieJar}. `secure`: whether
- * the request came over HTTPS, or how to tell (read only when a cookie is cleared).
- */
-export function handleFor<Req>(
-  gate: Gate<Req>,
-  decision: GateDecision,
-  jar: CookieJar,
-  secure: boolean | (() => boolean),
-): AirlockHandle {
-  return new JarHandle(gate, decision, jar, secure)
 }
 
 /** A `Set-Cookie` header value as a list. */

@@ -1,24 +1,24 @@
 /**
  * `onStoreError: 'local'` (the default): while the store fails or answers slower than
  * `storeTimeout`, the gate keeps a limit of its own instead of letting everyone in. It admits up to
- * this instance's share of the limit in force (the limit divided by the instances reporting to the
+ * this instance's quota: its part of the limit in force (the limit divided by the instances reporting to the
  * store; the whole limit when it is alone), and what this instance already let in counts against it:
  * request mode, every request in flight here (with a slot from the store or not); session mode,
  * the passes it gave that may still be out. So the site keeps serving at a safe rate, and the fleet
  * never lets more than the limit in, whatever the store does.
  *
  * A request let in locally holds no slot in the store, which cannot count it. Until the last of
- * them has ended, a slot the store grants is used only within the share too (`roomForStoreSlot`):
+ * them has ended, a slot the store grants is used only within the quota too (`roomForStoreSlot`):
  * the store and this instance are reconciled before the store alone decides again.
  */
 import type { Lease } from '../core/semaphore.js'
-import { OPEN_ADMIT } from './decisions.js'
+import { OPEN_ADMIT, storeUnavailableAdmit } from './decisions.js'
 import type { AdmitDecision, RequestSlot } from './types.js'
 
 /** Session mode: passes given are counted in this many buckets of `passTtl` (an upper bound on those still out). */
 const PASS_BUCKETS = 60
 
-export class LocalShare {
+export class LocalQuota {
   #fleet = 1
   /** Request mode: admitted requests in flight here, with a store slot or not. */
   #inFlight = 0
@@ -44,8 +44,8 @@ export class LocalShare {
     return this.#fleet
   }
 
-  /** This instance's share of the limit in force: never more, summed over the fleet, than the limit. */
-  get share(): number {
+  /** This instance's quota of the limit in force: never more, summed over the fleet, than the limit. */
+  get quota(): number {
     return Math.floor(this.limit() / this.#fleet)
   }
 
@@ -54,17 +54,17 @@ export class LocalShare {
     return this.#local
   }
 
-  /** What this instance has let in that counts against its share now. */
+  /** What this instance has let in that counts against its quota now. */
   #used(now: number): number {
     return this.sessions ? this.#local + this.#givenOut(now) : this.#inFlight
   }
 
   /**
-   * A request the store could not decide: a slot of the local share (released when the request
-   * ends, as a store slot is), or `undefined` when the share is used up (busy).
+   * A request the store could not decide: a slot of the local quota (released when the request
+   * ends, as a store slot is), or `undefined` when the quota is used up (busy).
    */
   admitLocal(now: number): RequestSlot | undefined {
-    if (this.#used(now) >= this.share) return undefined
+    if (this.#used(now) >= this.quota) return undefined
     this.#local++
     this.#inFlight++
     let done: Promise<boolean> | undefined
@@ -79,35 +79,25 @@ export class LocalShare {
         }
         return done
       },
-      // Nothing in the store to keep alive: the local share counts it until it is released.
+      // Nothing in the store to keep alive: the local quota counts it until it is released.
       hold: () => {},
     }
   }
 
   /**
    * The store could not decide, and `policy` is the gate's `onStoreError`: `'local'` admits within
-   * the share (a request's slot of it; a pass holder goes on, counted when its pass was given),
-   * `'open'` admits, `'closed'` (or a share used up) answers `undefined`: busy.
+   * the quota (a request's slot of it; a pass holder goes on, counted when its pass was given),
+   * `'open'` admits, `'closed'` (or a quota used up) answers `undefined`: busy.
    */
   outage(policy: 'local' | 'open' | 'closed', holder: boolean, now: number): AdmitDecision | undefined {
     if (policy === 'open' || (policy === 'local' && holder)) return OPEN_ADMIT
     const slot = policy === 'local' ? this.admitLocal(now) : undefined
-    return (
-      slot && {
-        kind: 'admit',
-        reason: 'store-unavailable',
-        token: undefined,
-        setCookie: undefined,
-        headers: undefined,
-        response: undefined,
-        slot,
-      }
-    )
+    return slot && storeUnavailableAdmit(slot)
   }
 
   /**
    * A slot the store just granted: `true` to use it; `false` (after giving it back) while requests
-   * let in locally are still in flight and fill the share, which the store cannot know of.
+   * let in locally are still in flight and fill the quota, which the store cannot know of.
    */
   keeps(lease: Lease, onError: (err: unknown) => void): boolean {
     if (!this.full(Date.now())) return true
@@ -117,11 +107,11 @@ export class LocalShare {
 
   /**
    * True while requests let in locally are in flight and, with what else is in flight here, fill
-   * the share: then neither a slot the store grants nor one this process pools may be used (the
+   * the quota: then neither a slot the store grants nor one this process pools may be used (the
    * store counts neither the local ones, nor a pooled slot's next request on top of them).
    */
   full(now: number): boolean {
-    return this.#local > 0 && this.#used(now) >= this.share
+    return this.#local > 0 && this.#used(now) >= this.quota
   }
 
   /** Request mode: a request admitted with a store slot is in flight here until `left` (once, when its slot is freed). */

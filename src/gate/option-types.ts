@@ -5,7 +5,29 @@
  * types only, nothing from the gate's implementation files.
  */
 import type { QueueSettings } from '../stores/types.js'
+import type { BusyPage } from '../pages/busy.js'
 import type { WaitingPage } from '../pages/waiting.js'
+
+/**
+ * The gate's `busy` option: the answer a newcomer gets when it is not let in (`503`, `Retry-After`,
+ * the busy page or JSON): no free slot without a `queue`, the line full, the gate closed, the store
+ * down with `onStoreError: 'closed'`, the client over its `clientShare`. Replaces the flat
+ * `busyPage` and `retryAfter` options (deprecated aliases until 0.3; one setting given in both
+ * forms is refused).
+ */
+export interface GateBusyOptions {
+  /**
+   * Your busy page: HTML, or a function of `{ retryAfter, request, nonce, language, reason }`
+   * returning HTML (one that throws is logged and the built-in page sent). Default: the built-in
+   * page, which waits a jittered `retryAfter` and tries again by itself.
+   */
+  page?: BusyPage
+  /**
+   * Seconds, sent as `Retry-After` and in the JSON body; the built-in page waits 0.5x..1.5x of it.
+   * 1 to 3600. Default 5.
+   */
+  retryAfter?: number
+}
 
 /**
  * The gate's `queue` option: a fair waiting room in front of the site. Durations in ms. The line

@@ -3,7 +3,7 @@
  * sentence naming it and the fix) and every default and derived value settled, in one function
  * with no side effects but the process's random secret, made once when first needed.
  */
-import type { AdaptiveSettings, GateQueueOptions } from './option-types.js'
+import type { AdaptiveSettings, GateBusyOptions, GateQueueOptions } from './option-types.js'
 import type { Store } from '../stores/types.js'
 import { resolveStore } from '../stores/resolve.js'
 import { historyFor } from '../stores/history.js'
@@ -11,6 +11,7 @@ import { optionError, warnOnce } from '../base/errors.js'
 import { cookieAttributes } from '../base/http.js'
 import { randomSecret, secretList } from '../base/signing.js'
 import {
+  boundedCount,
   received,
   duration,
   durationOrZero,
@@ -23,9 +24,9 @@ import {
   safeName,
   seconds,
 } from '../base/validate.js'
-import type { BusyPage } from '../pages/busy.js'
+import type { BusyPage, BusySettings } from '../pages/busy.js'
 import { PageLanguages } from '../pages/language.js'
-import { shareSettings, type ShareSettings } from './client-share.js'
+import { clientShareSettings, type ClientShareSettings } from './client-share.js'
 import { PathMatcher } from './bypass.js'
 import { GATE_OPTION_KEYS, type GateLogger, type GateOptions } from './types.js'
 
@@ -52,13 +53,12 @@ export interface GateSettings<Req> {
   /** The gate's semaphore's ttl: `provisionalTtl` in session mode, `ttl` in request mode (as `'Nms'`: checked already). */
   slotTtl: Duration
   reuseWindow: number
-  retryAfter: number
   onStoreError: 'local' | 'open' | 'closed'
   storeTimeout: number
   store: Store
   logger: GateLogger
   cacheSize: number
-  reportInterval: number
+  statusInterval: number
   /** Session mode with `confirm`: a browser's admitting page links to the confirm request. */
   confirm: boolean
   /** Follow the live control record in the store. */
@@ -73,14 +73,15 @@ export interface GateSettings<Req> {
   ticketCookieName: string
   bypass: PathMatcher | undefined
   skip: ((request: Req) => boolean) | undefined
-  busyPage: BusyPage | undefined
+  /** The busy answer's settings (`busy`, its deprecated flat aliases folded in), handed whole to the answers and the page. */
+  busy: BusySettings
   nonce: ((request: Req) => string | undefined) | undefined
   /** The built-in pages' languages: the built-in catalogue with the `messages` option applied. */
   languages: PageLanguages
   /** Checked by the line itself (`GateLine`); here only its presence and the mode. */
   queue: true | GateQueueOptions | undefined
   /** Each client's share (session mode; `undefined`: off). */
-  share: ShareSettings | undefined
+  clientShare: ClientShareSettings | undefined
   clientKey: ((request: Req) => string | undefined) | undefined
   /** The per-minute history: days each minute is kept (`undefined`: off). */
   history: { days: number } | undefined
@@ -125,7 +126,7 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
   const adaptive = adaptiveOption(o.limit)
   return {
     name,
-    limit: adaptive?.initial ?? positiveInteger('limit', o.limit ?? 100),
+    limit: adaptive?.initial ?? boundedCount('limit', o.limit ?? 100, `${NO_SITE}: ${UNGATED}`),
     adaptive,
     mode,
     passTtl,
@@ -134,13 +135,12 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
     ttl,
     slotTtl: inMs(mode === 'session' ? provisionalTtl : ttl),
     reuseWindow: durationOrZero('reuseWindow', o.reuseWindow ?? 10),
-    retryAfter: seconds('retryAfter', o.retryAfter ?? 5),
     onStoreError: oneOf('onStoreError', o.onStoreError ?? 'local', ['local', 'open', 'closed'] as const),
     storeTimeout: duration('storeTimeout', o.storeTimeout ?? 200),
     store,
     logger: checkLogger(o.logger) ?? consoleLogger,
-    cacheSize: positiveInteger('cacheSize', o.cacheSize ?? 10_000),
-    reportInterval: durationOrZero('reportInterval', o.reportInterval ?? 1000),
+    cacheSize: boundedCount('cacheSize', o.cacheSize ?? 10_000, 'no process keeps that many passes in memory'),
+    statusInterval: statusIntervalOption(o.statusInterval, o.reportInterval),
     confirm: mode === 'session' && o.confirm !== false,
     control: o.control !== false,
     ...secrets(o.secret, mode, store),
@@ -153,11 +153,11 @@ export function resolveGateOptions<Req>(options: GateOptions<Req> = {}): GateSet
           : `airlock_ticket_${name.replace(/[^A-Za-z0-9_-]/g, '_')}`,
     bypass: bypassOption(o.bypass),
     skip: functionOption('skip', o.skip, '(request) => boolean'),
-    busyPage: busyPageOption(o.busyPage),
+    busy: busyOption(o),
     nonce: functionOption('nonce', o.nonce, '(request) => string'),
     languages: new PageLanguages(o.messages),
     queue,
-    share: shareOption(o.clientShare, mode),
+    clientShare: clientShareOption(o.clientShare, mode),
     clientKey: functionOption('clientKey', o.clientKey, '(request) => string | undefined'),
     history: historyOption(o.history, store),
   }
@@ -190,8 +190,8 @@ function historyOption(option: unknown, store: Store): { days: number } | undefi
 }
 
 /** `clientShare`: session mode's (on unless `false`); request mode has none (an object there is a mistake). */
-function shareOption(option: unknown, mode: 'session' | 'request'): ShareSettings | undefined {
-  const share = shareSettings(option)
+function clientShareOption(option: unknown, mode: 'session' | 'request'): ClientShareSettings | undefined {
+  const share = clientShareSettings(option)
   if (mode === 'session') return share
   if (option !== undefined && option !== false && option !== true) {
     optionError(
@@ -277,10 +277,58 @@ function functionOption<F>(option: string, value: F | undefined, shape: string):
   return value
 }
 
-function busyPageOption(page: unknown): BusyPage | undefined {
+/** The options that hold busy settings: the `busy` group and its deprecated flat aliases. */
+type BusyForms = Pick<GateOptions, 'busy' | 'busyPage' | 'retryAfter'>
+
+/** The `busy` group's keys, and the flat options it replaces (deprecated aliases, removed in 0.3) with the key each is. */
+const BUSY_KEYS = ['page', 'retryAfter'] as const satisfies readonly (keyof GateBusyOptions)[]
+const BUSY_ALIASES = { busyPage: 'page', retryAfter: 'retryAfter' } as const satisfies Record<
+  string,
+  (typeof BUSY_KEYS)[number]
+>
+
+/**
+ * `busy: { page, retryAfter }`, the deprecated flat `busyPage` and `retryAfter` folded in: one
+ * setting may be given in either form, not both. A bad value's message names the form it came in.
+ */
+function busyOption(o: BusyForms): BusySettings {
+  const group: unknown = o.busy === undefined ? {} : o.busy
+  if (group === null || typeof group !== 'object' || Array.isArray(group)) {
+    optionError(`busy must be an object such as { page: '<h1>Busy</h1>', retryAfter: 5 }, got ${received(o.busy)}`)
+  }
+  for (const key of Object.keys(group)) {
+    const meant = Object.hasOwn(BUSY_ALIASES, key) ? BUSY_ALIASES[key as keyof typeof BUSY_ALIASES] : undefined
+    if (meant !== undefined && meant !== key)
+      optionError(`busy has no option '${key}' (did you mean '${meant}'?); known options are ${BUSY_KEYS.join(', ')}`)
+  }
+  knownKeys('busy', group, BUSY_KEYS)
+  const g = group as GateBusyOptions
+  for (const [flat, key] of Object.entries(BUSY_ALIASES) as [keyof typeof BUSY_ALIASES, keyof GateBusyOptions][]) {
+    if (o[flat] !== undefined && g[key] !== undefined) {
+      optionError(
+        `${flat} and busy.${key} are one setting, given twice: keep busy.${key} and remove ${flat} (deprecated; removed in 0.3)`,
+      )
+    }
+  }
+  const page = g.page !== undefined ? busyPageOption('busy.page', g.page) : busyPageOption('busyPage', o.busyPage)
+  const retryAfter =
+    g.retryAfter !== undefined ? seconds('busy.retryAfter', g.retryAfter) : seconds('retryAfter', o.retryAfter ?? 5)
+  return { page, retryAfter }
+}
+
+/** `statusInterval`, or its deprecated name `reportInterval` (removed in 0.3): one of them. */
+function statusIntervalOption(value: unknown, old: unknown): number {
+  if (value !== undefined && old !== undefined)
+    optionError(
+      'statusInterval and reportInterval are one setting, given twice: keep statusInterval and remove reportInterval (deprecated; removed in 0.3)',
+    )
+  return old !== undefined ? durationOrZero('reportInterval', old) : durationOrZero('statusInterval', value ?? 1000)
+}
+
+function busyPageOption(option: string, page: unknown): BusyPage | undefined {
   if (page !== undefined && typeof page !== 'string' && typeof page !== 'function') {
     optionError(
-      `busyPage must be an HTML string or a function ({ retryAfter, request }) => string, got ${received(page)}`,
+      `${option} must be an HTML string or a function ({ retryAfter, request, nonce, language, reason }) => string, got ${received(page)}`,
     )
   }
   return page as BusyPage | undefined
@@ -294,15 +342,19 @@ function checkLogger(logger: unknown): GateLogger | undefined {
   return logger as GateLogger
 }
 
+/** Why a limit stops at 2^31 − 1 (`MAX_COUNT`, validate.ts), and what to do instead of a larger one. */
+const NO_SITE = 'no site serves more visitors or requests at once'
+const UNGATED = 'to let everyone in, leave the route ungated with bypass or skip'
+
 /** `limit` as an object: the adaptive limit's bounds (a number is not adaptive). */
 function adaptiveOption(limit: unknown): AdaptiveSettings | undefined {
   if (limit === null || typeof limit !== 'object') return undefined
   knownKeys('limit', limit as object, ['min', 'max', 'initial'])
   const l = limit as { min?: unknown; max?: unknown; initial?: unknown }
-  const min = positiveInteger('limit.min', l.min)
-  const max = positiveInteger('limit.max', l.max)
+  const min = boundedCount('limit.min', l.min, NO_SITE)
+  const max = boundedCount('limit.max', l.max, NO_SITE)
   if (max < min) optionError(`limit.max must be at least limit.min (${min}), got ${max}`)
-  const initial = positiveInteger('limit.initial', l.initial ?? min)
+  const initial = boundedCount('limit.initial', l.initial ?? min, NO_SITE)
   if (initial < min || initial > max)
     optionError(`limit.initial must be within limit.min and limit.max (${min}..${max}), got ${initial}`)
   return { min, max, initial }
@@ -334,12 +386,34 @@ export function childOptions<Req>(
   logger: GateLogger,
   secrets: readonly string[] | undefined,
 ): GateOptions<Req> {
-  const { cookie, ...rest } = base
+  const { cookie, busy: _busy, busyPage: _busyPage, retryAfter: _retryAfter, ...rest } = base
   const inherited: GateOptions<Req> = { ...rest, logger }
   if (cookie) {
     const { name: _ownName, ...attributes } = cookie
     inherited.cookie = attributes
   }
   if (secrets !== undefined) inherited.secret = secrets
-  return { ...inherited, ...options }
+  const child: GateOptions<Req> = { ...inherited, ...options }
+  // The busy settings the child does not give (in either form) are inherited into its `busy`
+  // group, so a parent's flat alias never meets the child's group form as "given twice".
+  const own = new Set(Object.keys(givenBusy(options)))
+  const left = Object.entries(givenBusy(base)).filter(([key]) => !own.has(key))
+  const group = options.busy
+  if (
+    left.length > 0 &&
+    (group === undefined || (group !== null && typeof group === 'object' && !Array.isArray(group)))
+  )
+    child.busy = { ...Object.fromEntries(left), ...group }
+  return child
+}
+
+/** The busy settings `options` gives, as the `busy` group's keys (its flat aliases folded in; undefined ones left out). */
+function givenBusy(options: BusyForms): GateBusyOptions {
+  const group: GateBusyOptions = options.busy !== null && typeof options.busy === 'object' ? options.busy : {}
+  const given: Record<string, unknown> = {}
+  for (const [flat, key] of Object.entries(BUSY_ALIASES) as [keyof typeof BUSY_ALIASES, keyof GateBusyOptions][]) {
+    const value = group[key] ?? options[flat]
+    if (value !== undefined) given[key] = value
+  }
+  return given as GateBusyOptions
 }

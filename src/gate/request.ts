@@ -35,7 +35,7 @@ export class RequestFlow<Req> extends Flow<Req> {
   override decide(view: RequestView<Req>): GateDecision | Promise<GateDecision> {
     const now = Date.now()
     if (this.control.newcomers(now).kind !== 'normal') return this.busy(view, 'closed')
-    if (this.share.full(now)) return this.busy(view, 'full')
+    if (this.quota.full(now)) return this.busy(view, 'full')
     // With an admission rate every request counts: no slot reuse.
     const pooled = this.control.rate === null ? this.pool?.take(now) : undefined
     return pooled !== undefined ? this.admitRequest(pooled) : this.acquireRequest(view)
@@ -56,14 +56,14 @@ export class RequestFlow<Req> extends Flow<Req> {
     } catch (err) {
       return this.storeFailed(view, err)
     }
-    if (lease === null || !this.share.keeps(lease, this.releaseError)) return this.full(view)
+    if (lease === null || !this.quota.keeps(lease, this.releaseError)) return this.full(view)
     return this.admitRequest(this.pool?.slot(lease, sentAt) ?? pooledSlot(lease, sentAt))
   }
 
   private admitRequest(slot: PooledSlot): AdmitDecision {
     const token = slot.lease.token
     const measured = this.adaptor && measureFrom(this.adaptor, performance.now())
-    this.share.entered()
+    this.quota.entered()
     const admittedAt = Date.now()
     const counted = requestSlot(
       slot,
@@ -71,7 +71,7 @@ export class RequestFlow<Req> extends Flow<Req> {
       this.releaseError,
       measured,
       (by) => {
-        this.share.left()
+        this.quota.left()
         this.tally.released(by, Date.now() - admittedAt)
       },
       this.s.ttl,

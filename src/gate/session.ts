@@ -137,7 +137,7 @@ export class SessionFlow<Req> extends Flow<Req> {
 
   /** The store's share request for the request's client (`clientShare`), if any. */
   private clientOf(view: RequestView<Req>): ClientShare | undefined {
-    const { share, clientKey } = this.s
+    const { clientShare: share, clientKey } = this.s
     if (share && !clientKey && !this.toldOfProxy) this.proxyUntrusted(view)
     const key =
       share && clientShareKey(clientKey && this.answers.userCall('clientKey', clientKey, view.request), view.ip)
@@ -180,7 +180,7 @@ export class SessionFlow<Req> extends Flow<Req> {
     this.tally.ended(got.ended)
     const lease = got.lease
     if (lease === null && got.refused === 'client-share') return this.busy(view, 'client-share')
-    if (lease === null || !this.share.keeps(lease, this.releaseError)) return this.full(view)
+    if (lease === null || !this.quota.keeps(lease, this.releaseError)) return this.full(view)
     return this.admitWithPass(view, lease.token, 'slot', t0, undefined)
   }
 
@@ -197,7 +197,7 @@ export class SessionFlow<Req> extends Flow<Req> {
     response: GateResponse | undefined,
   ): AdmitDecision {
     const page = response === undefined && this.s.confirm && view.method === 'GET' && !prefersJson(view.headers.accept)
-    this.share.passGiven(issuedAt)
+    this.quota.passGiven(issuedAt)
     return {
       kind: 'admit',
       reason,

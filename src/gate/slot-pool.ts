@@ -165,7 +165,7 @@ export class SlotPool {
  * or to the store. A failed release is only logged: the slot then frees itself after `ttl`.
  * `measured` (the adaptive limit) is told how the request ended and answers how much longer (ms) a
  * failed request keeps its slot; the release then waits that long. `onFree` is told once, when the
- * slot is freed (the local share's count of requests in flight, the gate's figures), with who ended
+ * slot is freed (the local quota's count of requests in flight, the gate's figures), with who ended
  * it: `release(failed, by)`, `by` the gate's own second argument (`'visitor'`: the request ended).
  * `hold(lost)` (an upgraded connection that outlives `ttl`) refreshes the slot every `ttl / 3`
  * until it is released, and calls `lost` once if the store no longer has it.

@@ -1,13 +1,13 @@
 /**
  * What one gate instance counts: its decisions, admissions over the last minute, the latency of its
- * store calls, its breaker. It reports them to the store at most once per `reportInterval`, so a
+ * store calls, its breaker. It writes them into the store (its status) at most once per `statusInterval`, so a
  * cluster-wide status (and the dashboard) can show every instance.
  */
 import { hostname } from 'node:os'
 import { estimateWait } from '../core/waiting-room.js'
 import type { Store } from '../stores/types.js'
 import type { GateDecision, GateStatus } from './types.js'
-import type { GateCounters, InstanceReport } from './status-types.js'
+import type { GateCounters, InstanceStatus } from './status-types.js'
 import { VisitFigures } from './figures.js'
 import type { StoreEnded } from '../stores/types.js'
 
@@ -88,7 +88,7 @@ export class GateStats {
     return sum
   }
 
-  report(now: number): InstanceReport {
+  status(now: number): InstanceStatus {
     const n = Math.min(this.latencyCount, SAMPLES)
     const sorted = Array.from(this.latencies.subarray(0, n)).sort((a, b) => a - b)
     const at = (q: number): number | null =>
@@ -123,18 +123,23 @@ export class GateStats {
   }
 }
 
-/** An instance's report read back from the store (`null` when it is not one). */
-export function parseReport(data: string): InstanceReport | null {
+/** An instance's status read back from the store (`null` when it is not one). */
+export function parseStatus(data: string): InstanceStatus | null {
   try {
-    const r = JSON.parse(data) as InstanceReport
+    const r = JSON.parse(data) as InstanceStatus
     return typeof r === 'object' && r !== null && typeof r.id === 'string' && typeof r.counters === 'object' ? r : null
   } catch {
     return null
   }
 }
 
-/** Reports an instance's counters to its store every `interval` ms (at most one in flight). */
-export class Reporter {
+/** The store's `writeStatus`, or the name a custom store written before 0.2 has for it (`report`). */
+function writerOf(store: Store): Store['writeStatus'] {
+  return store.writeStatus ?? store.report
+}
+
+/** Writes an instance's status into its store every `interval` ms (at most one in flight). */
+export class StatusWriter {
   // #private: a gate must stay JSON.stringify-able (a Timeout is circular) and print no internals
   readonly #timer: NodeJS.Timeout | undefined
   #busy = false
@@ -144,26 +149,27 @@ export class Reporter {
     private readonly name: string,
     private readonly stats: GateStats,
     private readonly interval: number,
-    /** Told how many instances report (this one included), when the store tells. */
+    /** Told how many instances write their status (this one included), when the store tells. */
     private readonly onFleet?: (instances: number) => void,
   ) {
-    if (interval > 0 && typeof store.report === 'function')
-      this.#timer = setInterval(() => void this.report(), interval).unref()
+    if (interval > 0 && writerOf(store) !== undefined)
+      this.#timer = setInterval(() => void this.write(), interval).unref()
   }
 
   close(): void {
     if (this.#timer) clearInterval(this.#timer)
   }
 
-  /** A report that fails is only counted: the next one will tell. */
-  private async report(): Promise<void> {
+  /** A write that fails is only counted: the next one will tell. */
+  private async write(): Promise<void> {
     if (this.#busy) return
     this.#busy = true
     try {
-      const instances = await this.store.report!(
+      const instances = await writerOf(this.store)!.call(
+        this.store,
         this.name,
         this.stats.id,
-        JSON.stringify(this.stats.report(Date.now())),
+        JSON.stringify(this.stats.status(Date.now())),
         Math.max(3 * this.interval, 2000),
       )
       if (typeof instances === 'number') this.onFleet?.(instances)
@@ -187,7 +193,7 @@ export interface ClusterStatus {
   /** Seconds a newcomer would wait: 0 while a slot is free and nobody waits; `null` while unknown. */
   eta: number | null
   /** Instances within their reports' ttl. */
-  instances: InstanceReport[]
+  instances: InstanceStatus[]
   /** The store's clock (ms). */
   at: number
 }
@@ -203,7 +209,7 @@ export async function clusterStatus(
   let waiting: number
   let etaMs: number | null = null
   let at = Date.now()
-  let instances: InstanceReport[] = []
+  let instances: InstanceStatus[] = []
   if (typeof store.status === 'function') {
     const st = await store.status(name)
     onEnded?.(st.ended)
@@ -211,7 +217,7 @@ export async function clusterStatus(
     etaMs = estimateWait(waiting + 1, st.admitted, st.windowMs).eta
     at = st.now
     instances = st.instances.flatMap((i) => {
-      const r = parseReport(i.data)
+      const r = parseStatus(i.data)
       return r === null ? [] : [r]
     })
   } else {
@@ -240,7 +246,7 @@ export async function gateStatus(
   stats: GateStats,
   onEnded?: (e: StoreEnded | undefined) => void,
 ): Promise<Omit<GateStatus, 'limitSource' | 'control' | 'adaptive'>> {
-  const own = { ...stats.report(Date.now()), self: true }
+  const own = { ...stats.status(Date.now()), self: true }
   const cluster = await clusterStatus(store, name, limit, onEnded)
   const others = cluster.instances.filter((i) => i.id !== own.id).map((i) => ({ ...i, self: false }))
   const instances = [own, ...others]

@@ -39,8 +39,8 @@ export interface RecentFigures {
   count: number
 }
 
-/** What an instance reports (JSON in the store) and how `Gate.status()` shows it. */
-export interface InstanceReport {
+/** An instance's status: what it writes into the store each `statusInterval` (JSON) and how `Gate.status()` shows it. */
+export interface InstanceStatus {
   /** `host:pid:n`. */
   id: string
   host: string
@@ -55,17 +55,17 @@ export interface InstanceReport {
   /**
    * Waits of the visitors this instance let in from the line (from taking the place to admission),
    * and visits that ended (from admission to the slot's end, when known), over the last 5 minutes, ms.
-   * Absent in reports of instances of older versions.
+   * Absent in the statuses of instances of older versions.
    */
   waitMs?: RecentFigures
   visitMs?: RecentFigures
   breaker: 'open' | 'closed'
-  /** When it reported (its clock, ms). */
+  /** When it wrote this status (its clock, ms). */
   at: number
 }
 
 /** The adaptive limit as `gate.status()` shows it. */
-export interface AdaptiveState extends AdaptiveSettings {
+export interface AdaptiveStatus extends AdaptiveSettings {
   /** The fleet's figure now. */
   limit: number
   /** The no-load latency estimate and the last window's 95th percentile (ms). */
@@ -74,3 +74,6 @@ export interface AdaptiveState extends AdaptiveSettings {
   /** Why the last window moved it (or not). */
   reason: AdaptiveStep['reason'] | 'start'
 }
+
+/** @deprecated Renamed {@link InstanceStatus} in 0.2 (a "report" is the history's: `airlockReport()`); this alias goes in 0.3. */
+export type InstanceReport = InstanceStatus

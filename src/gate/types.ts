@@ -9,8 +9,8 @@ import type { BusyPage } from '../pages/busy.js'
 import type { GateResponse } from '../pages/answers.js'
 import type { MessagesOption } from '../pages/language.js'
 import type { Duration } from '../base/validate.js'
-import type { ClientShareOptions, GateHistoryOptions, GateQueueOptions } from './option-types.js'
-import type { AdaptiveState, InstanceReport } from './status-types.js'
+import type { ClientShareOptions, GateBusyOptions, GateHistoryOptions, GateQueueOptions } from './option-types.js'
+import type { AdaptiveStatus, InstanceStatus } from './status-types.js'
 
 export type { GateResponse } from '../pages/answers.js'
 
@@ -52,7 +52,8 @@ export interface GateOptions<Req = unknown> {
    * `{ min, max, initial? }` turns on the adaptive limit: the gate learns the backend's capacity
    * from the latency and failures of admitted work, one figure for the fleet, within [min, max],
    * starting at `initial` (default `min`). Recommended start when you don't know your capacity:
-   * `{ min: 5, max: 500 }`. See docs/adaptive.md.
+   * `{ min: 5, max: 500 }`. See docs/adaptive.md. Every figure is a whole number from 1 to
+   * 2147483647 (2^31 − 1: no site serves more at once; a larger one is refused as a slip).
    */
   limit?: number | { min: number; max: number; initial?: number }
   /** Where slots live. Default: the process-wide memory store. Use `redisStore` for several instances. */
@@ -72,7 +73,7 @@ export interface GateOptions<Req = unknown> {
   /**
    * A pass is trusted from the local cache for at most this long before its slot is checked in the
    * store again: a released or expired slot stops admitting on every instance within this window.
-   * Default 5_000.
+   * Milliseconds, or a duration such as `'5s'`. Default 5_000.
    */
   recheckInterval?: Duration
   /** Request mode: how long a slot may live if its handler never ends. Default 30_000. */
@@ -81,7 +82,7 @@ export interface GateOptions<Req = unknown> {
    * Request mode: a finished request's slot is kept this long (ms) for the next request on this
    * process instead of being released, so a steady stream of requests costs no store round trip.
    * Every request in flight still holds its own live slot; see docs/gate.md. `0` releases at once.
-   * Default 10.
+   * Milliseconds, or a duration such as `'10ms'`. Default 10.
    */
   reuseWindow?: Duration
   /**
@@ -91,7 +92,15 @@ export interface GateOptions<Req = unknown> {
    */
   secret?: string | readonly string[]
   cookie?: GateCookieOptions
-  /** Seconds, sent as `Retry-After` and in the JSON body. Default 5. */
+  /**
+   * The busy answer (`503`): `{ page, retryAfter }`, see {@link GateBusyOptions}. Default: the
+   * built-in page, `Retry-After: 5`.
+   */
+  busy?: GateBusyOptions
+  /**
+   * Seconds, sent as `Retry-After` and in the JSON body. Default 5.
+   * @deprecated use `busy.retryAfter`; removed in 0.3. Giving both is refused.
+   */
   retryAfter?: number
   /**
    * Paths never gated (health checks, static assets). A string matches that path and everything
@@ -103,7 +112,10 @@ export interface GateOptions<Req = unknown> {
   bypass?: string | RegExp | ReadonlyArray<string | RegExp>
   /** Return `true` to let a request through ungated (synchronous). */
   skip?: (request: Req) => boolean
-  /** Custom busy page: HTML, or a function of `{ retryAfter, request, nonce }` returning HTML. */
+  /**
+   * Custom busy page: HTML, or a function of `{ retryAfter, request, nonce, language, reason }` returning HTML.
+   * @deprecated use `busy.page`; removed in 0.3. Giving both is refused.
+   */
   busyPage?: BusyPage
   /** A CSP nonce for the built-in busy page's script and style (else allow them by hash). */
   nonce?: (request: Req) => string | undefined
@@ -123,16 +135,18 @@ export interface GateOptions<Req = unknown> {
    * `'open'`: admits everyone (the backend takes the whole crowd). `'closed'`: answers busy.
    */
   onStoreError?: 'local' | 'open' | 'closed'
-  /** Budget for the store calls of one gate decision. Default 200. */
+  /** Budget for the store calls of one gate decision: milliseconds, or a duration such as `'200ms'`. Default 200. */
   storeTimeout?: Duration
   /** Default: warnings go to `console.warn`. The Fastify plugin uses `fastify.log`. */
   logger?: GateLogger
-  /** Most verified passes kept in memory. Default 10_000. */
+  /** Most verified passes kept in memory (1 to 2147483647). Default 10_000. */
   cacheSize?: number
   /**
-   * How often (ms) this instance reports its counters to the store, for the cluster-wide
-   * {@link Gate.status} and the dashboard (one store call, keys that expire). `0`: never. Default 1000.
+   * How often (milliseconds, or a duration such as `'1s'`) this instance writes its status (its counters) into the store, for the
+   * cluster-wide {@link Gate.status}, the dashboard and the fleet's size (one store call, keys that expire). `0`: never. Default 1000.
    */
+  statusInterval?: Duration
+  /** @deprecated Renamed `statusInterval` in 0.2 (a "report" is the history's); this alias goes in 0.3. */
   reportInterval?: Duration
   /**
    * Session mode: a browser confirms its new pass at once. The page that admits a visitor gets a
@@ -251,7 +265,7 @@ export interface BypassDecision {
 }
 
 /**
- * Let in by taking a slot now (or because the store failed: within the local share with
+ * Let in by taking a slot now (or because the store failed: within the local quota with
  * `onStoreError: 'local'`, unbounded with `'open'`), or,
  * with a `queue`, by reaching the head of the line.
  */
@@ -348,6 +362,7 @@ const OPTION_KEYS = [
   'reuseWindow',
   'secret',
   'cookie',
+  'busy',
   'retryAfter',
   'bypass',
   'skip',
@@ -358,6 +373,7 @@ const OPTION_KEYS = [
   'storeTimeout',
   'logger',
   'cacheSize',
+  'statusInterval',
   'reportInterval',
   'confirm',
   'control',
@@ -385,7 +401,7 @@ export interface GateStatus {
   /** The live control this instance applies (`version` 0: never set). */
   control: ControlState
   /** The adaptive limit (`limit: { min, max }`) as this instance last saw it; `null` when off. */
-  adaptive: AdaptiveState | null
+  adaptive: AdaptiveStatus | null
   /** Slots held in the store, by every instance. */
   held: number
   available: number
@@ -396,7 +412,7 @@ export interface GateStatus {
   /** Seconds a newcomer would wait: 0 while a slot is free and nobody waits; `null` while unknown. */
   eta: number | null
   /** Instances that reported within the last few intervals, this one first. */
-  instances: (InstanceReport & { self: boolean })[]
+  instances: (InstanceStatus & { self: boolean })[]
   /** The store's clock (ms). */
   at: number
 }

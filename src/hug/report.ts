@@ -5,7 +5,7 @@
  */
 import { lineChart, type Series } from '../pages/chart.js'
 import { escapeHtml, sha256Source } from '../pages/csp.js'
-import type { AnswerCounts, Spread } from './figures.js'
+import type { AnswerCounts, HugSecond, Spread } from './figures.js'
 import type { HugSummary } from './crowd.js'
 
 const STYLE =
@@ -67,6 +67,31 @@ export function summaryText(s: HugSummary): string {
   return lines.join('\n')
 }
 
+/** Each charted figure of the timeline (a HugSecond's) and its line: label, colour. */
+const LINES = {
+  inLine: ['in line', '#7c3aed'],
+  onSite: ['on the site', '#16a34a'],
+  admitted: ['admitted', '#16a34a'],
+  busy: ['busy', '#b45309'],
+  queued: ['in line', '#7c3aed'],
+  waitP50: ['p50', '#2563eb'],
+  waitP99: ['p99', '#ea580c'],
+  pageP50: ['p50', '#0891b2'],
+  pageP99: ['p99', '#9333ea'],
+  originErrors: ['origin 5xx', '#dc2626'],
+  noAnswer: ['no answer', '#475569'],
+} as const satisfies Partial<Record<keyof HugSecond, readonly [label: string, color: string]>>
+type Charted = keyof typeof LINES
+
+/** The report's charts: title, the unit of the values, the figures drawn, what they are divided by (ms shown as s). */
+const CHARTS: readonly (readonly [title: string, unit: string, figures: readonly Charted[], per?: number])[] = [
+  ['Visitors in line and on the site', '', ['inLine', 'onSite']],
+  ['Answers a second', '', ['admitted', 'busy', 'queued']],
+  ['Wait from arrival to admission (s)', ' s', ['waitP50', 'waitP99'], 1000],
+  ['Page latency (ms)', ' ms', ['pageP50', 'pageP99']],
+  ['Origin errors and unanswered requests a second', '', ['originErrors', 'noAnswer']],
+]
+
 /** The report as one HTML page. */
 export function renderHugReport(s: HugSummary): string {
   const times = s.timeline.map((x) => x.t * 1000)
@@ -74,60 +99,13 @@ export function renderHugReport(s: HugSummary): string {
   const step = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600].find((st) => to / 1000 / st <= 8) ?? 900
   const ticks: number[] = []
   for (let t = step * 1000; t < to - step * 300; t += step * 1000) ticks.push(t)
-  const chart = (title: string, series: Series[], unit: string): string =>
-    lineChart({ title, times, from: 0, to, series, unit, gap: 1500, tick: (t) => `${Math.round(t / 1000)} s`, ticks })
-  const col = <K extends keyof HugSummary['timeline'][number]>(k: K) => s.timeline.map((x) => x[k] as number | null)
-  const charts = [
-    chart(
-      'Visitors in line and on the site',
-      [
-        { label: 'in line', color: '#7c3aed', values: col('inLine') },
-        { label: 'on the site', color: '#16a34a', values: col('onSite') },
-      ],
-      '',
-    ),
-    chart(
-      'Answers a second',
-      [
-        { label: 'admitted', color: '#16a34a', values: col('admitted') },
-        { label: 'busy', color: '#b45309', values: col('busy') },
-        { label: 'in line', color: '#7c3aed', values: col('queued') },
-      ],
-      '',
-    ),
-    chart(
-      'Wait from arrival to admission (s)',
-      [
-        {
-          label: 'p50',
-          color: '#2563eb',
-          values: s.timeline.map((x) => (x.waitP50 === null ? null : x.waitP50 / 1000)),
-        },
-        {
-          label: 'p99',
-          color: '#ea580c',
-          values: s.timeline.map((x) => (x.waitP99 === null ? null : x.waitP99 / 1000)),
-        },
-      ],
-      ' s',
-    ),
-    chart(
-      'Page latency (ms)',
-      [
-        { label: 'p50', color: '#0891b2', values: col('pageP50') },
-        { label: 'p99', color: '#9333ea', values: col('pageP99') },
-      ],
-      ' ms',
-    ),
-    chart(
-      'Origin errors and unanswered requests a second',
-      [
-        { label: 'origin 5xx', color: '#dc2626', values: col('originErrors') },
-        { label: 'no answer', color: '#475569', values: col('noAnswer') },
-      ],
-      '',
-    ),
-  ]
+  /** A figure of every second; `per`: a divisor (ms shown as s). */
+  const col = (k: Charted, per = 1): Series['values'] => s.timeline.map((x) => (x[k] === null ? null : x[k] / per))
+  const tick = (t: number): string => `${Math.round(t / 1000)} s`
+  const charts = CHARTS.map(([title, unit, figures, per]) => {
+    const series = figures.map((k) => ({ label: LINES[k][0], color: LINES[k][1], values: col(k, per) }))
+    return lineChart({ title, times, from: 0, to, series, unit, gap: 1500, tick, ticks })
+  })
   const row = (label: string, value: string): string =>
     `<tr><th scope="row">${label}</th><td>${escapeHtml(value)}</td></tr>`
   const v = s.visitors

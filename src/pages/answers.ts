@@ -5,7 +5,7 @@
  */
 import { asksProblem, headAnswer, prefersJson } from '../base/http.js'
 import { busyProblem, PROBLEM_TYPE, queuedProblem } from './problem.js'
-import { BUSY_PAGE_CSP, busyJson, busyPageDelay, renderBusyPage, type BusyPage } from './busy.js'
+import { BUSY_PAGE_CSP, busyJson, busyPageDelay, renderBusyPage, type BusySettings } from './busy.js'
 import { PageLanguages, type PageLanguage } from './language.js'
 import { LEFT_JSON, LEFT_PAGE_CSP, renderLeftPage } from './left.js'
 import { admittedJson, queuedJson, renderWaitingPage, WAITING_PAGE_CSP, type WaitingPage } from './waiting.js'
@@ -105,9 +105,9 @@ class BusyReasonAnswers {
   /** The built-in page without a nonce, by language and delay: a crowd's refusals cost no rendering. */
   readonly pages = new Map<string, string>()
 
-  constructor(retryAfter: number, gate: string, reason: BusyReason) {
+  constructor(busy: BusySettings, gate: string, reason: BusyReason) {
     const common = {
-      'retry-after': String(retryAfter),
+      'retry-after': String(busy.retryAfter),
       'cache-control': 'no-store',
       vary: 'Accept',
       [SHIELD_HEADER]: shieldHeader('busy', gate, reason),
@@ -117,29 +117,36 @@ class BusyReasonAnswers {
     this.html = Object.freeze({ ...common, 'content-type': HTML_TYPE })
     this.builtIn = new PageHeaders({ ...this.html, 'content-security-policy': BUSY_PAGE_CSP })
     this.custom = new PageHeaders(this.html)
-    this.jsonBody = busyJson(retryAfter, reason)
+    this.jsonBody = busyJson(busy.retryAfter, reason)
   }
 }
 
-/** The busy answer (`503`, `Retry-After`), with the built-in page, or yours. */
+/**
+ * The busy answer (`503`, `Retry-After`), with the built-in page, or yours. Its settings come whole
+ * ({@link BusySettings}, the gate's `busy` option group): a new one reaches the page without a new
+ * parameter here.
+ */
 export class BusyAnswers {
   private readonly byReason = new Map<BusyReason, BusyReasonAnswers>()
+  readonly #settings: BusySettings
+  /** Told when a custom page throws (the built-in page is sent instead). */
+  private readonly onPageError: (err: unknown) => void
+  /** The built-in page's languages. */
+  private readonly languages: PageLanguages
+  /** The gate's name, in the {@link SHIELD_HEADER}. */
+  private readonly gate: string
 
-  constructor(
-    private readonly retryAfter: number,
-    private readonly page: BusyPage | undefined,
-    /** Told when a custom page throws (the built-in page is sent instead). */
-    private readonly onPageError: (err: unknown) => void,
-    /** The built-in page's languages. */
-    private readonly languages: PageLanguages = new PageLanguages(),
-    /** The gate's name, in the {@link SHIELD_HEADER}. */
-    private readonly gate = 'default',
-  ) {}
+  constructor(busy: BusySettings, onPageError: (err: unknown) => void, languages?: PageLanguages, gate?: string) {
+    this.#settings = busy
+    this.onPageError = onPageError
+    this.languages = languages ?? new PageLanguages()
+    this.gate = gate ?? 'default'
+  }
 
   private of(reason: BusyReason): BusyReasonAnswers {
     let answers = this.byReason.get(reason)
     if (answers === undefined)
-      this.byReason.set(reason, (answers = new BusyReasonAnswers(this.retryAfter, this.gate, reason)))
+      this.byReason.set(reason, (answers = new BusyReasonAnswers(this.#settings, this.gate, reason)))
     return answers
   }
 
@@ -148,11 +155,11 @@ export class BusyAnswers {
    * each delay's page is rendered once, so a crowd's refusals still spread out and cost no rendering.
    */
   private pageIn(a: BusyReasonAnswers, language: PageLanguage, reason: BusyReason): string {
-    const delay = busyPageDelay(this.retryAfter)
+    const delay = busyPageDelay(this.#settings.retryAfter)
     const key = `${language.tag} ${delay}`
     let page = a.pages.get(key)
     if (page === undefined)
-      a.pages.set(key, (page = renderBusyPage(this.retryAfter, undefined, language, reason, delay)))
+      a.pages.set(key, (page = renderBusyPage(this.#settings, undefined, language, reason, delay)))
     return page
   }
 
@@ -165,7 +172,7 @@ export class BusyAnswers {
       const a = this.of(reason)
       if (prefersJson(r.accept)) {
         if (asksProblem(r.accept))
-          return { status: 503, headers: a.problem, body: busyProblem(this.retryAfter, reason) }
+          return { status: 503, headers: a.problem, body: busyProblem(this.#settings.retryAfter, reason) }
         return { status: 503, headers: a.json, body: a.jsonBody }
       }
       const nonce = r.nonce()
@@ -177,14 +184,17 @@ export class BusyAnswers {
           body:
             nonce === undefined
               ? this.pageIn(a, language, reason)
-              : renderBusyPage(this.retryAfter, nonce, language, reason),
+              : renderBusyPage(this.#settings, nonce, language, reason),
         }
       }
-      if (this.page === undefined) return builtIn()
-      if (typeof this.page === 'string') return { status: 503, headers: a.html, body: this.page }
+      const page = this.#settings.page
+      if (page === undefined) return builtIn()
+      if (typeof page === 'string') return { status: 503, headers: a.html, body: page }
       try {
         const language = this.languages.pick(r.acceptLanguage)
-        const body = String(this.page({ retryAfter: this.retryAfter, request: r.request, nonce, language, reason }))
+        const body = String(
+          page({ retryAfter: this.#settings.retryAfter, request: r.request, nonce, language, reason }),
+        )
         return { status: 503, headers: a.custom.of(language), body }
       } catch (err) {
         this.onPageError(err)

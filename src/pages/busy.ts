@@ -30,6 +30,23 @@ export interface BusyPageContext {
 export type BusyPage = string | ((context: BusyPageContext) => string)
 
 /**
+ * The busy answer's settings: the gate's `busy` option group, resolved once (resolveGateOptions)
+ * and handed whole to the answers (src/pages/answers.ts) and to the built-in page. A new busy
+ * setting is added here, to its resolution and to the page that uses it, and to no signature between.
+ */
+export interface BusySettings {
+  /** Seconds, sent as `Retry-After` and in the JSON body; the built-in page waits 0.5x..1.5x of it. */
+  retryAfter: number
+  /** A custom page (HTML, or a function of {@link BusyPageContext}); `undefined`: the built-in page. */
+  page: BusyPage | undefined
+}
+
+/** What the built-in page is drawn from: the busy settings whole, or `retryAfter` alone (seconds). */
+export type BusyPageSettings = number | (Partial<BusySettings> & Pick<BusySettings, 'retryAfter'>)
+
+const retryAfterOf = (busy: BusyPageSettings): number => (typeof busy === 'number' ? busy : busy.retryAfter)
+
+/**
  * The built-in page's script: counts down the whole seconds shown in `#s` (the page's own jittered
  * delay, see {@link busyPageDelay}), changing the number on each whole second left, and when it
  * reaches zero loads the page again (always a GET, never a form re-post). Static, so it can be
@@ -67,14 +84,15 @@ export function busyPageDelay(retryAfter: number): string {
 /**
  * The built-in busy page (under 2 KB, no external assets) in `language` (default English). It shows the delay after which it tries
  * again ({@link busyPageDelay}), counts it down with JS and reloads at zero; without JS, a
- * `<noscript>` meta refresh reloads after the same delay.
+ * `<noscript>` meta refresh reloads after the same delay. `busy`: the gate's busy settings whole
+ * ({@link BusySettings}), or its `retryAfter` alone; the rest is the request's.
  */
 export function renderBusyPage(
-  retryAfter: number,
+  busy: BusyPageSettings,
   nonce?: string,
   language: PageLanguage = ENGLISH,
   reason: BusyPageContext['reason'] = 'full',
-  delay: string = busyPageDelay(retryAfter),
+  delay: string = busyPageDelay(retryAfterOf(busy)),
 ): string {
   const n = nonce === undefined ? '' : ` nonce="${escapeHtml(nonce)}"`
   return (

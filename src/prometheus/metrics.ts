@@ -139,6 +139,7 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     'Places in line given up: lapsed (the visitor stopped asking) or left (Leave the line).',
     ['gate'] as const,
   )
+  /** A histogram of a gate's visitors (seconds) the event handlers below observe into. */
   const histogram = (name: string, help: string, bucketList: readonly number[]) =>
     new client.Histogram({
       name: named(name),
@@ -163,13 +164,11 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
     "The waiting room's proof-of-work door, by outcome: issued, solved, noscript (let in after the slower door's wait), refused, shadowed.",
     ['gate', 'outcome'] as const,
   )
-  const solveSeconds = new client.Histogram({
-    name: named('challenge_solve_seconds'),
-    help: "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
-    labelNames: ['gate'] as const,
-    buckets: [0.25, 0.5, 1, 2, 3, 5, 10, 20, 60],
-    registers,
-  })
+  const solveSeconds = histogram(
+    'challenge_solve_seconds',
+    "From a new visitor's first challenge to its solution (page load, solve and the request that brings it).",
+    [0.25, 0.5, 1, 2, 3, 5, 10, 20, 60],
+  )
   const difficulty = new client.Gauge({
     name: named('challenge_difficulty'),
     help: 'Leading zero bits of the last challenge issued (it rises with new places a second and the length of the line).',

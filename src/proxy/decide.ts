@@ -18,14 +18,14 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import { trustPolicy } from '../base/client-address.js'
+import { trustPolicy, type TrustProxyOption } from '../base/client-address.js'
 import { optionError } from '../base/errors.js'
 import { knownKeys, nonNegativeInteger, received } from '../base/validate.js'
-import { createDashboard } from '../dashboard/server.js'
 import { createGate, type Gate } from '../gate/gate.js'
 import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateResponse } from '../gate/types.js'
 import { resolveStore } from '../stores/resolve.js'
 import { SHIELD_HEADER, shieldHeader } from '../pages/answers.js'
+import { dashboardAt } from './board.js'
 import { hopOf } from './headers.js'
 import type { ProxyLog, ProxyLogOptions } from './log.js'
 import {
@@ -44,8 +44,9 @@ export interface DecisionServiceOptions extends GateOptions<IncomingMessage> {
    * The proxies whose `X-Forwarded-For`/`-Proto` name the visitor (as for `airlock proxy`). Default
    * `'loopback'`: the service is asked by a proxy on the same machine, which must send
    * `X-Forwarded-For` (the generated configs do). Keep the port unreachable from anywhere else.
+   * A number of hops is taken too (`1`: the peer is your one proxy).
    */
-  trustProxy?: boolean | string | string[]
+  trustProxy?: TrustProxyOption
   /** Serve the operator's dashboard at `path` (default `/airlock`) behind `token`. */
   dashboard?: { token: string; path?: string }
   /** Serve Prometheus metrics at this path (needs `prom-client`). */
@@ -108,17 +109,7 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
   const board =
     dashboard === undefined
       ? undefined
-      : {
-          path: (dashboard.path ?? '/airlock').replace(/\/$/, ''),
-          handler: createDashboard({
-            token: dashboard.token,
-            store,
-            names: [gate.name],
-            secret: gateOptions.secret,
-            trustProxy,
-            ...(log ? { logger: log } : {}),
-          }),
-        }
+      : dashboardAt(dashboard, { store, name: gate.name, secret: gateOptions.secret, trustProxy, logger: log })
   const metrics: MountedMetrics | undefined =
     metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'createDecisionService()')
   /** Answers kept for nginx's `error_page` (auth_request), once each. */
@@ -167,14 +158,8 @@ export async function createDecisionService(options: DecisionServiceOptions): Pr
       res.end('ok\n')
       return
     }
-    if (
-      board !== undefined &&
-      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))
-    ) {
-      ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = url
-      req.url = url.slice(board.path.length) || '/'
-      return board.handler.handle(req, res, hopOf(req.socket.remoteAddress ?? '', false, req.headers, trusts).client)
-    }
+    if (board?.owns(url))
+      return board.serve(req, res, hopOf(req.socket.remoteAddress ?? '', false, req.headers, trusts).client)
     if (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`))) {
       metrics.serve(res).catch((err: unknown) => fail(res, err))
       return

@@ -9,57 +9,22 @@
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { trustPolicy } from '../base/client-address.js'
-import { optionError } from '../base/errors.js'
 import { assertPeers, loadPeer } from '../base/peer.js'
-import { received, duration, knownKeys } from '../base/validate.js'
-import { createDashboard } from '../dashboard/server.js'
-import { COMMAND_HEADER, handleFor, runCommand } from '../gate/handle.js'
 import { createGate, type Gate } from '../gate/gate.js'
-import { GATE_OPTION_KEYS, type GateDecision, type GateOptions, type GateResponse } from '../gate/types.js'
+import type { GateDecision, GateResponse } from '../gate/types.js'
 import { PageLanguages } from '../pages/language.js'
 import { originErrorPage } from '../pages/origin.js'
 import { resolveStore } from '../stores/resolve.js'
+import { ProxyAdmission } from './admission.js'
+import { dashboardAt } from './board.js'
 import { Forwarder, type Outcome } from './forward.js'
 import { hopOf, requestHeaders, upgradeHeaders, type ForwardRules, type Hop } from './headers.js'
-import type { ProxyLogOptions } from './log.js'
-import { checkMetricsPath, checkedLog, closeServer, guardedServer, listenOn, metricsAt } from './mount.js'
+import { closeServer, guardedServer, listenOn, metricsAt } from './mount.js'
+import { resolveProxyOptions, type ProxyOptions } from './options.js'
 import { rawHead, tunnel, type UpgradeOutcome } from './upgrade.js'
 
 export type { ProxyLogOptions } from './log.js'
-
-/** Options of {@link createProxy}: where to forward, and the gate's options (all of them). */
-export interface ProxyOptions extends GateOptions<IncomingMessage> {
-  /** The origin: `http://127.0.0.1:8080` (its path, if any, prefixes every forwarded path). */
-  target: string
-  /** `false`: forward without the gate (to compare). Default `true`. */
-  gated?: boolean
-  /**
-   * The proxies in front (nginx, a load balancer), whose `X-Forwarded-For` names the client (read
-   * from the right, past each trusted hop) and whose `X-Forwarded-Proto` the scheme: their
-   * addresses and CIDRs (`'10.0.0.0/8'`, `['10.0.0.5', '::1']`), the names `loopback`,
-   * `linklocal`, `uniquelocal`, or `true` (every peer: only where nothing else reaches the port).
-   * Default `false`: the client is the connection's peer. Either way the forwarding headers the
-   * origin gets are the proxy's own; a client's are dropped.
-   */
-  trustProxy?: boolean | string | string[]
-  /** Serve the operator's dashboard at `path` (default `/airlock`) behind `token`. */
-  dashboard?: { token: string; path?: string }
-  /** Serve Prometheus metrics at this path (needs `prom-client`). Default: none. */
-  metricsPath?: string
-  /** Largest `Content-Length` forwarded, bytes (`413` above; a chunked body streams as it comes). Default 1 GiB (bodies stream; nothing is buffered whole). */
-  bodyLimit?: number
-  /**
-   * How long the origin may take (ms): to accept the connection, to send its answer's headers, and
-   * between two chunks of a body. Past it the visitor gets a `504` page that tries again by itself,
-   * and the slot is freed. Default 60 s (nginx's `proxy_read_timeout`).
-   */
-  upstreamTimeout?: number
-  /** Forward the gate's pass cookie to the origin too. Default `false`: the origin never sees it. */
-  keepPassCookie?: boolean
-  /** The log: an access line per request and every 5xx the proxy makes itself. Default: none (`airlock proxy` logs at `info`). */
-  log?: ProxyLogOptions | false
-}
+export type { ProxyOptions } from './options.js'
 
 /** What {@link createProxy} returns: a server not listening yet. */
 export interface AirlockProxy {
@@ -73,18 +38,6 @@ export interface AirlockProxy {
   close(): Promise<void>
 }
 
-const PROXY_KEYS = [
-  'target',
-  'gated',
-  'trustProxy',
-  'dashboard',
-  'metricsPath',
-  'bodyLimit',
-  'upstreamTimeout',
-  'keepPassCookie',
-  'log',
-] as const
-
 /** The small page answered when the origin does not answer (`502`). */
 export const badGatewayPage = (): string => originErrorPage(502)
 
@@ -93,63 +46,26 @@ export const badGatewayPage = (): string => originErrorPage(502)
  * option now (`ERR_AIRLOCK_OPTION`); `ERR_AIRLOCK_PEER_MISSING` when undici is not installed.
  */
 export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> {
-  if (options === null || typeof options !== 'object')
-    optionError(`createProxy() needs an options object with a target, got ${received(options)}`)
-  knownKeys('createProxy()', options, [...GATE_OPTION_KEYS, ...PROXY_KEYS])
-  const {
-    target,
-    gated = true,
-    trustProxy = false,
-    dashboard,
-    metricsPath,
-    bodyLimit = 2 ** 30,
-    upstreamTimeout,
-    keepPassCookie = false,
-    log: logOptions,
-    ...gateOptions
-  } = options
-  let upstream: URL
-  try {
-    upstream = new URL(target)
-  } catch {
-    upstream = new URL('invalid:')
-  }
-  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') {
-    optionError(`target must be an http:// or https:// URL (http://127.0.0.1:8080), got ${received(target)}`)
-  }
-  if (typeof gated !== 'boolean') optionError(`gated must be a boolean, got ${received(gated)}`)
-  if (typeof keepPassCookie !== 'boolean')
-    optionError(`keepPassCookie must be a boolean, got ${received(keepPassCookie)}`)
-  if (dashboard !== undefined && (typeof dashboard !== 'object' || dashboard === null))
-    optionError(`dashboard must be { token, path? }, got ${received(dashboard)}`)
-  checkMetricsPath(metricsPath)
-  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 0)
-    optionError(`bodyLimit must be a number of bytes (0 or more), got ${received(bodyLimit)}`)
-  const timeout = upstreamTimeout === undefined ? 60_000 : duration('upstreamTimeout', upstreamTimeout)
-  const trusts = trustPolicy(trustProxy)
-  const log = logOptions === undefined || logOptions === false ? undefined : checkedLog(logOptions)
+  const settings = resolveProxyOptions(options)
+  const { upstream, timeout, log, metricsPath, bodyLimit, gateOptions, dashboard } = settings
   assertPeers(metricsPath === undefined ? ['undici'] : ['undici', 'prom-client'], 'createProxy()')
   const undici = loadPeer<typeof import('undici')>('undici', 'createProxy()')
   const store = resolveStore(gateOptions.store)
-  const gate = gated
+  const gate = settings.gated
     ? createGate<IncomingMessage>({ ...(log ? { logger: log } : {}), ...gateOptions, store })
     : undefined
-  const rules: ForwardRules = { passCookie: gate && !keepPassCookie ? gate.cookieName : undefined }
+  const rules: ForwardRules = { passCookie: gate && !settings.keepPassCookie ? gate.cookieName : undefined }
   const forwarder = new Forwarder(undici, upstream, timeout, new PageLanguages(gateOptions.messages))
   const board =
     dashboard === undefined
       ? undefined
-      : {
-          path: (dashboard.path ?? '/airlock').replace(/\/$/, ''),
-          handler: createDashboard({
-            token: dashboard.token,
-            store,
-            names: [gateOptions.name ?? 'default'],
-            secret: gateOptions.secret,
-            trustProxy,
-            ...(log ? { logger: log } : {}),
-          }),
-        }
+      : dashboardAt(dashboard, {
+          store,
+          name: gateOptions.name ?? 'default',
+          secret: gateOptions.secret,
+          trustProxy: settings.trustProxy,
+          logger: log,
+        })
   const metrics = metricsPath === undefined ? undefined : await metricsAt(metricsPath, 'the proxy metricsPath option')
 
   /** What the proxy vouches for to the origin: the client it decided on, the trusted chain, the scheme, the host. */
@@ -158,7 +74,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
       req.socket.remoteAddress ?? '',
       (req.socket as { encrypted?: boolean }).encrypted === true,
       req.headers,
-      trusts,
+      settings.trusts,
     )
   /** What the gate is told of a request (HTTPS as the client used it, so the pass cookie is `Secure` behind a TLS proxy). */
   const viewOf = (req: IncomingMessage, hop: Hop) => ({
@@ -228,44 +144,25 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   ): void => {
     // (The socket is detached from the request once the response is over: read it now.)
     const remote = req.socket?.remoteAddress
-    const cookies: string[] = d.setCookie === undefined ? [] : [d.setCookie]
-    if (d.response !== undefined) {
+    const admission = new ProxyAdmission(gate!, d, hop.proto === 'https')
+    const gateAnswer = admission.open()
+    if (gateAnswer !== undefined) {
       const bodyUnread =
         expectsContinue ||
         (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
         req.headers['transfer-encoding'] !== undefined
-      answer(req, res, d.response, cookies, bodyUnread)
+      answer(req, res, gateAnswer, admission.answerCookies(), bodyUnread)
       accessLog(req, res, t0, remote, d.kind, undefined)
       return
     }
-    const slot = d.kind === 'admit' ? d.slot : undefined
-    const measures = gate!.mode === 'session' && gate!.measures(d)
-    const extra = d.kind === 'admit' ? d.headers : undefined
     if (expectsContinue) res.writeContinue()
-    const secure = hop.proto === 'https'
-    const t1 = measures ? performance.now() : 0
     forwarder.forward(
       req,
       res,
       requestHeaders(req.rawHeaders, hop, rules),
-      (_status, headers, command) => {
-        if (command !== undefined)
-          runCommand(
-            handleFor(
-              gate!,
-              d,
-              { get: () => cookies, set: (list) => cookies.splice(0, cookies.length, ...list) },
-              secure,
-            ),
-            command,
-          )
-        if (extra !== undefined) for (const k in extra) headers.push(k, extra[k]!)
-        for (const c of cookies) headers.push('set-cookie', c)
-      },
+      (_status, headers, command) => admission.head(headers, d.kind === 'bypass' ? undefined : command),
       (outcome) => {
-        const failed = outcome.upstream === null ? outcome.error !== 'aborted' : outcome.upstream >= 500
-        if (slot !== undefined) void slot.release(failed)
-        if (measures && outcome.error !== 'aborted') gate!.measure(performance.now() - t1, failed, d)
+        admission.over(outcome)
         accessLog(req, res, t0, remote, d.kind, outcome)
       },
     )
@@ -274,14 +171,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   const handle = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
     const t0 = performance.now()
     const url = req.url ?? '/'
-    if (
-      board !== undefined &&
-      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))
-    ) {
-      ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = url
-      req.url = url.slice(board.path.length) || '/'
-      return board.handler.handle(req, res, hopFor(req).client)
-    }
+    if (board?.owns(url)) return board.serve(req, res, hopFor(req).client)
     if (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`))) {
       metrics.serve(res).catch((err: unknown) => fail(req, res, err))
       return
@@ -383,9 +273,7 @@ export async function createProxy(options: ProxyOptions): Promise<AirlockProxy> 
   }
   /** Paths the proxy answers itself (the dashboard, metrics): never upgraded. */
   const isOwnPath = (url: string): boolean =>
-    (board !== undefined &&
-      (url === board.path || url.startsWith(`${board.path}/`) || url.startsWith(`${board.path}?`))) ||
-    (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`)))
+    board?.owns(url) === true || (metrics !== undefined && (url === metricsPath || url.startsWith(`${metricsPath}?`)))
   /** A request that asked for an upgrade the proxy does not forward: answered as a plain request, on a connection that then closes. */
   const plainOverUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const length = req.headers['content-length']
@@ -473,4 +361,4 @@ function isWebSocket(upgrade: string | undefined): boolean {
   return upgrade !== undefined && upgrade.trim().toLowerCase() === 'websocket'
 }
 
-export { COMMAND_HEADER }
+export { COMMAND_HEADER } from '../gate/handle.js'

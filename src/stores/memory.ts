@@ -313,7 +313,7 @@ export class MemoryStore implements Store {
     return result
   }
 
-  async report(name: string, instance: string, data: string, ttl: number): Promise<number> {
+  async writeStatus(name: string, instance: string, data: string, ttl: number): Promise<number> {
     this.assertOpen()
     let reports = this.reports.get(name)
     if (!reports) {

@@ -2,6 +2,19 @@
 import { decodeEnded, decodeReply, REPLIES } from './lua/boundary.js'
 import type { AcquireResult } from './types.js'
 
+/** The numbers of `reply` from `reply[at]` on, as the fields `names` in that order (a status's, an adaptive judge's turn). */
+export function numbersAt<K extends string>(
+  reply: readonly unknown[],
+  at: number,
+  names: readonly K[],
+): Record<K, number> {
+  const out = {} as Record<K, number>
+  names.forEach((name, i) => {
+    out[name] = Number(reply[at + i])
+  })
+  return out
+}
+
 /** A reply's negative "none" as `null`. */
 export function orNull(n: number): number | null {
   return n < 0 ? null : n

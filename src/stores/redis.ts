@@ -1,7 +1,7 @@
 import { AirlockError, optionError } from '../base/errors.js'
 import { timedStoreCall } from '../base/events.js'
 import { received, duration, knownKeys, nonNegativeInteger, safeName } from '../base/validate.js'
-import { acquireResult } from './redis-replies.js'
+import { acquireResult, numbersAt } from './redis-replies.js'
 import {
   BATCH_REPLY_WIDTH,
   decodeEnded,
@@ -323,7 +323,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     return this.#server.lostAt
   }
 
-  async report(name: string, instance: string, data: string, ttl: number): Promise<number> {
+  async writeStatus(name: string, instance: string, data: string, ttl: number): Promise<number> {
     return Number(await this.run(scripts.REPORT, name, { instance, data, ttl }))
   }
 
@@ -333,14 +333,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     for (let i = 8 + Number(r[7]); i + 2 < r.length; i += 3) {
       instances.push({ id: String(r[i]), expiresAt: Number(r[i + 1]), data: String(r[i + 2]) })
     }
-    const status: StoreStatus = {
-      held: Number(r[0]),
-      waiting: Number(r[1]),
-      admitted: Number(r[2]),
-      windowMs: Number(r[3]),
-      now: Number(r[4]),
-      instances,
-    }
+    const status: StoreStatus = { ...numbersAt(r, 0, ['held', 'waiting', 'admitted', 'windowMs', 'now']), instances }
     const ended = decodeEnded(r, 5)!
     return ended.expired > 0 || ended.lapsed > 0 ? { ...status, ended } : status
   }
@@ -376,14 +369,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (reply.length > 2) {
       const buckets: [number, number][] = []
       for (let i = 7; i + 1 < reply.length; i += 2) buckets.push([Number(reply[i]), Number(reply[i + 1])])
-      answer.judge = {
-        turn: Number(reply[2]),
-        samples: Number(reply[3]),
-        failures: Number(reply[4]),
-        refused: Number(reply[5]),
-        inside: Number(reply[6]),
-        buckets,
-      }
+      answer.judge = { ...numbersAt(reply, 2, ['turn', 'samples', 'failures', 'refused', 'inside']), buckets }
     }
     return answer
   }

@@ -84,16 +84,18 @@ export interface Store {
   lostAt?(): number | undefined
 
   /**
-   * Optional (with {@link Store.status}): records what one instance (a process's gate) reports
-   * about `name` (`data`, opaque text), kept `ttl` ms unless reported again. One round trip; the
-   * keys expire, so instances that stop reporting leave nothing behind. Resolves to the number of
-   * instances whose reports are live, this one included (a store that cannot tell: `undefined`).
+   * Optional (with {@link Store.status}): records one instance's status (a process's gate) for
+   * `name` (`data`, opaque text), kept `ttl` ms unless written again. One round trip; the keys
+   * expire, so instances that stop writing leave nothing behind. Resolves to the number of
+   * instances whose statuses are live, this one included (a store that cannot tell: `undefined`).
    */
+  writeStatus?(name: string, instance: string, data: string, ttl: number): Promise<number | undefined>
+  /** @deprecated Renamed {@link Store.writeStatus} in 0.2: the gate still calls a custom store's `report` when it has no `writeStatus`, until 0.3. */
   report?(name: string, instance: string, data: string, ttl: number): Promise<number | undefined>
 
   /**
-   * Optional (with {@link Store.report}): slots, the line, recent admissions from the line, and
-   * the reports of instances still within their ttl, as one decision (one round trip).
+   * Optional (with {@link Store.writeStatus}): slots, the line, recent admissions from the line,
+   * and the statuses of instances still within their ttl, as one decision (one round trip).
    */
   status?(name: string): Promise<StoreStatus>
 

@@ -55,7 +55,7 @@ describe.runIf(chromiumAvailable)('the dashboard read at a glance', () => {
       limit: 2,
       store: inner,
       secret: SECRET,
-      reportInterval: 200,
+      statusInterval: 200,
       logger: { warn() {}, info() {} },
     })
     app.get('/', async () => {

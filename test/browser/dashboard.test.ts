@@ -57,7 +57,7 @@ describe.runIf(chromiumAvailable)('the dashboard in Chromium', () => {
         store: priv.store,
         secret: SECRET,
         queue: { pollInterval: 500 },
-        reportInterval: 500,
+        statusInterval: 500,
       })
       if (i === 0)
         await app.register(airlockDashboard, {

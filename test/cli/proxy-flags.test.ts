@@ -17,12 +17,15 @@ const FLAGS: Record<string, readonly string[]> = {
   port: BAD_FLAG.port,
   host: [''],
   name: BAD_FLAG.name,
-  limit: BAD_FLAG.count,
-  adaptive: ['', '5', '5:', ':500', 'a:b', '0:10', '500:5', '5:500:1'],
+  // 2^31 and over: refused by the gate's option (issue 42).
+  limit: [...BAD_FLAG.count, '2147483648'],
+  adaptive: ['', '5', '5:', ':500', 'a:b', '0:10', '500:5', '5:500:1', '1:2147483648'],
   mode: ['', 'Session', 'requests'],
   'pass-ttl': [...BAD_FLAG.duration, '60', '500'],
   'upstream-timeout': BAD_FLAG.duration,
-  'client-share': ['', 'x', '-1', '0', '1.5', 'none', 'OFF'],
+  'client-share': ['', 'x', '-1', '0', '1.5', 'none', 'OFF', '2147483648'],
+  // A number is a hop count (issue 42); these are neither a count nor addresses.
+  'trust-proxy': ['', '-1', '1.5', 'x', '300.0.0.1', '1,2', '10.0.0.0/x', '2147483648'],
   metrics: ['metrics', '/', '/m x', '/metrics?x=1'],
   'log-level': BAD_FLAG.choice,
   'log-format': ['', 'text', 'JSON'],
@@ -48,6 +51,14 @@ const CONFIGS: Array<[label: string, path: string, names: string]> = [
   ['a misspelt option', file('typo.json', '{ "passTTL": "60s" }'), "did you mean 'passTtl'"],
   ['trustProxy -1', file('trust.json', '{ "trustProxy": -1 }'), 'trustProxy'],
   ['bodyLimit "1mb"', file('body.json', '{ "bodyLimit": "1mb" }'), 'bodyLimit'],
+  ['bodyLimit 0', file('body0.json', '{ "bodyLimit": 0 }'), 'bodyLimit must be a whole number of bytes, at least 1'],
+  ['limit 2^31', file('limit31.json', '{ "limit": 2147483648 }'), 'limit must be at most 2147483647'],
+  ['a misspelt busy key', file('busy.json', '{ "busy": { "retryafter": 5 } }'), "did you mean 'retryAfter'"],
+  [
+    'busyPage and busy.page',
+    file('busy2.json', '{ "busyPage": "a", "busy": { "page": "b" } }'),
+    'busyPage and busy.page',
+  ],
   ['retryAfter 5000', file('retry.json', '{ "retryAfter": 5000 }'), 'retryAfter'],
   ['queue.maxLength -1', file('queue.json', '{ "queue": { "maxLength": -1 } }'), 'maxLength'],
 ]
@@ -84,6 +95,11 @@ describe('airlock proxy: every flag with the bad values of its kind', () => {
         `--${flag}|\\b${option}\\b|${flag === 'metrics' ? 'metricsPath' : flag === 'adaptive' ? 'limit' : flag}`,
       ),
     )
+  })
+
+  it('--trust-proxy 1 (a hop count) starts the proxy', async () => {
+    const { code, err } = await run(argv({ ...NEEDS, 'trust-proxy': '1' }))
+    expect([code, err]).toEqual(['accepted', []])
   })
 
   it('--pass-tl (misspelt) names --pass-ttl', async () => {

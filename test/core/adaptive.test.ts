@@ -3,8 +3,7 @@ import {
   AdaptiveEstimator,
   histogramQuantile,
   latencyBucket,
-  PROBE_BUDGET,
-  TOLERANCE,
+  TUNING,
   type AdaptiveWindow,
 } from '../../src/core/adaptive.js'
 
@@ -107,7 +106,7 @@ describe('the adaptive estimator', () => {
       limit: 16,
     })
     expect(base().step({ samples: 80, p95: 100, failures: 1, refused: 5, inside: 31 }, 31).limit).toBe(
-      Math.floor(31 * Math.sqrt(TOLERANCE / 2)),
+      Math.floor(31 * Math.sqrt(TUNING.tolerance / 2)),
     )
     // Requests admitted before the cut are still ending: the next windows drain, then it judges again.
     const e = base()
@@ -163,7 +162,7 @@ describe('the adaptive estimator', () => {
     // probes again once less than one failure is owed: about (2 - 1) / 0.1 - 3 = 7 windows.
     let windows = 0
     while (e.step({ samples: 20, p95: 50, failures: 0, refused: 5, inside: 16 }, 16).reason === 'repaying') windows++
-    const expected = (2 - 1) / (PROBE_BUDGET * 20) - 3
+    const expected = (2 - 1) / (TUNING.probeBudget * 20) - 3
     expect(windows).toBeGreaterThanOrEqual(expected - 1)
     expect(windows).toBeLessThanOrEqual(expected + 1)
     // A failure long after any growth: the backend changed; no debt, growth resumes after the drain.

@@ -411,8 +411,8 @@ describe('the dashboard core', () => {
 
   it('shows every instance of a gate with its counters', async () => {
     const store = memoryStore()
-    const a = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
-    const b = createGate({ name: 'shop', store, secret: SECRET, reportInterval: 100 })
+    const a = createGate({ name: 'shop', store, secret: SECRET, statusInterval: 100 })
+    const b = createGate({ name: 'shop', store, secret: SECRET, statusInterval: 100 })
     closers.push(
       () => a.close(),
       () => b.close(),

@@ -33,7 +33,7 @@ function counters(c: Partial<GateCounters>): GateCounters {
 describe('the look back over HTTP', () => {
   it("shows the minute in progress at once: admissions and refusals of this minute are in the hour's totals and its last point, marked open", async () => {
     const store = memoryStore()
-    const gate = createGate({ name: 'shop', store, limit: 3, secret: SECRET, reportInterval: 100 })
+    const gate = createGate({ name: 'shop', store, limit: 3, secret: SECRET, statusInterval: 100 })
     closers.push(() => gate.close())
     const dash = createDashboard({ token: TOKEN, store, names: ['shop'], interval: 100 })
     closers.push(() => dash.close())

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Agent, request } from 'undici'
-import { addressBlock, clientShareKey, shareSettings } from '../../src/gate/client-share.js'
+import { addressBlock, clientShareKey, clientShareSettings } from '../../src/gate/client-share.js'
 import { createGate } from '../../src/gate/gate.js'
 import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
@@ -50,12 +50,12 @@ describe('client keys', () => {
   })
 
   it('options: on by default, false turns it off, bad values name the option', () => {
-    expect(shareSettings(undefined)).toEqual({ places: 20, slots: undefined, perMinute: 60 })
-    expect(shareSettings(false)).toBeUndefined()
-    expect(shareSettings({ places: 50, perMinute: 0 })).toEqual({ places: 50, slots: undefined, perMinute: 0 })
-    expect(() => shareSettings({ places: 0 })).toThrow(/clientShare\.places must be/)
-    expect(() => shareSettings({ place: 3 })).toThrow(/clientShare/)
-    expect(() => shareSettings('yes')).toThrow(/clientShare must be false/)
+    expect(clientShareSettings(undefined)).toEqual({ places: 20, slots: undefined, perMinute: 60 })
+    expect(clientShareSettings(false)).toBeUndefined()
+    expect(clientShareSettings({ places: 50, perMinute: 0 })).toEqual({ places: 50, slots: undefined, perMinute: 0 })
+    expect(() => clientShareSettings({ places: 0 })).toThrow(/clientShare\.places must be/)
+    expect(() => clientShareSettings({ place: 3 })).toThrow(/clientShare/)
+    expect(() => clientShareSettings('yes')).toThrow(/clientShare must be false/)
     expect(() => createGate({ mode: 'request', clientShare: { places: 3 } })).toThrow(
       /clientShare needs mode 'session'/,
     )

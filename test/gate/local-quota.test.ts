@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import { airlockShield } from '../../src/fastify.js'
 import type { Gate } from '../../src/gate/gate.js'
-import { LocalShare } from '../../src/gate/local-share.js'
+import { LocalQuota } from '../../src/gate/local-quota.js'
 import { pooledSlot, requestSlot } from '../../src/gate/slot-pool.js'
 import type { Lease } from '../../src/core/semaphore.js'
 import { redisStore } from '../../src/stores/redis.js'
@@ -41,7 +41,7 @@ async function site(
     name,
     secret: SECRET,
     store,
-    reportInterval: 200,
+    statusInterval: 200,
     logger: silent,
     ...options,
   })
@@ -115,7 +115,7 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
     expect(served).toBeGreaterThan(20)
   })
 
-  it('request mode, two instances: each keeps to its share of the limit (the fleet size from the instance reports)', {
+  it('request mode, two instances: each keeps to its quota of the limit (the fleet size from the instance reports)', {
     timeout: 30_000,
   }, async () => {
     redis = await startRedis()
@@ -136,7 +136,7 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
     expect(served).toBeGreaterThan(30)
   })
 
-  it('session mode: the passes already out count against the share; a full site lets no newcomer in', {
+  it('session mode: the passes already out count against the quota; a full site lets no newcomer in', {
     timeout: 30_000,
   }, async () => {
     redis = await startRedis()
@@ -184,44 +184,44 @@ describe("onStoreError: 'local' (the default) during a Redis stall", () => {
   })
 })
 
-describe('LocalShare', () => {
-  it('counts store slots and local admits together; while local admits are in flight, a full share takes no pooled or granted slot', () => {
+describe('LocalQuota', () => {
+  it('counts store slots and local admits together; while local admits are in flight, a full quota takes no pooled or granted slot', () => {
     let limit = 6
-    const share = new LocalShare(() => limit, false, 60_000)
-    share.fleet = 2
-    expect(share.share).toBe(3)
+    const quota = new LocalQuota(() => limit, false, 60_000)
+    quota.fleet = 2
+    expect(quota.quota).toBe(3)
     // A request's slot as the gate makes it: counted in, and out once when its slot is freed.
     const slot = (token: string) => {
-      share.entered()
+      quota.entered()
       const lease = { token, release: async () => true } as unknown as Lease
-      return requestSlot(pooledSlot(lease, 0), undefined, () => {}, undefined, share.left)
+      return requestSlot(pooledSlot(lease, 0), undefined, () => {}, undefined, quota.left)
     }
     const a = slot('a')
     slot('b')
-    const local = share.admitLocal(0)!
+    const local = quota.admitLocal(0)!
     expect(local).toBeDefined()
     // Three in flight: no more local admits, and (one being local) no pooled or granted slot either.
-    expect(share.admitLocal(0)).toBeUndefined()
-    expect(share.full(0)).toBe(true)
+    expect(quota.admitLocal(0)).toBeUndefined()
+    expect(quota.full(0)).toBe(true)
     void a.release()
     void a.release() // counted out once
-    expect(share.full(0)).toBe(false)
+    expect(quota.full(0)).toBe(false)
     void local.release()
     // No local admit in flight: the store alone decides again, whatever is in flight.
     slot('c')
     slot('d')
-    expect(share.full(0)).toBe(false)
+    expect(quota.full(0)).toBe(false)
     limit = 1
-    expect(share.share).toBe(0)
-    expect(share.admitLocal(0)).toBeUndefined()
+    expect(quota.quota).toBe(0)
+    expect(quota.admitLocal(0)).toBeUndefined()
   })
 
-  it('session mode: the passes given within passTtl count against the share, and age out after it', () => {
-    const share = new LocalShare(() => 4, true, 60_000)
-    for (let i = 0; i < 4; i++) share.passGiven(1_000)
-    expect(share.admitLocal(2_000)).toBeUndefined()
+  it('session mode: the passes given within passTtl count against the quota, and age out after it', () => {
+    const quota = new LocalQuota(() => 4, true, 60_000)
+    for (let i = 0; i < 4; i++) quota.passGiven(1_000)
+    expect(quota.admitLocal(2_000)).toBeUndefined()
     // A passTtl later (and a bucket), those passes cannot be out any more.
-    expect(share.admitLocal(1_000 + 60_000 + 1_000)).toBeDefined()
+    expect(quota.admitLocal(1_000 + 60_000 + 1_000)).toBeDefined()
   })
 })
 

@@ -236,7 +236,7 @@ describe.runIf(redisAvailable)('cluster-wide status on one Redis', () => {
         store,
         secret: SECRET,
         queue: true,
-        reportInterval: 100,
+        statusInterval: 100,
         logger: recordingLogger(),
       })
       gates.push(gate)

@@ -11,6 +11,8 @@ import { airlock as fetchAirlock } from '../../src/fetch.js'
 import { airlock as honoAirlock } from '../../src/hono.js'
 import { airlock as koaAirlock } from '../../src/koa.js'
 import { airlockShield } from '../../src/fastify.js'
+import { ADAPTER_NAMES, type AdapterName } from '../../src/entries.js'
+import { airlock as nodeAirlock } from '../../src/node.js'
 import { createLockServer, memoryResources, redisResources } from '../../src/lock-server.js'
 import {
   airlockControl,
@@ -26,7 +28,7 @@ import {
 import { redisStore } from '../../src/redis.js'
 import { countingStore, recordingLogger } from './stores.js'
 import { freePort } from './redis.js'
-import { LONGEST, type OptionSpec } from './options.js'
+import { LONGEST, PAST_TIMER, type OptionSpec } from './options.js'
 
 export const SECRET = 'o'.repeat(32)
 const API_KEY = 'options-test-key-0123456789'
@@ -92,7 +94,8 @@ async function dispose(made: unknown): Promise<void> {
 const fn = (): string => 'done'
 export const GATE_SPECS: readonly OptionSpec[] = [
   ['name', 'name'],
-  ['limit', 'count'],
+  // 2^31 and over refused, the adaptive bounds' too (issue 42).
+  ['limit', 'boundedCount', [{ min: 1, max: PAST_TIMER }, { min: PAST_TIMER, max: 2 ** 32 }, { min: 1 }]],
   ['mode', 'choice'],
   ['passTtl', 'duration'],
   ['provisionalTtl', 'duration'],
@@ -101,7 +104,7 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['reuseWindow', 'durationOrZero'],
   ['retryAfter', 'seconds'],
   ['storeTimeout', 'duration'],
-  ['cacheSize', 'count'],
+  ['cacheSize', 'boundedCount'],
   ['confirm', 'boolean'],
   ['onStoreError', 'choice'],
   ['secret', 'custom', ['short', 1, {}, [], [SECRET, 'short']]],
@@ -109,6 +112,9 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['skip', 'function'],
   ['nonce', 'function'],
   ['busyPage', 'custom', [1, true, {}]],
+  ['busy', 'custom', ['x', 1, true, null, [], () => 1]],
+  ['busy.page', 'custom', [1, true, {}, null]],
+  ['busy.retryAfter', 'seconds', [5000]],
   [
     'messages',
     'custom',
@@ -142,6 +148,10 @@ export const GATE_SPECS: readonly OptionSpec[] = [
   ['queue.page', 'function'],
   ['history', 'custom', ['x', 1, null, [], () => 1]],
   ['history.days', 'count', [3651]],
+  ['clientShare', 'custom', ['x', 1, null, [], () => 1]],
+  ['clientShare.places', 'boundedCount'],
+  ['clientShare.slots', 'boundedCount'],
+  ['clientShare.perMinute', 'custom', [-1, 1.5, Number.NaN, PAST_TIMER, '60']],
 ]
 const GATE_VALID = [
   { passTtl: LONGEST, provisionalTtl: LONGEST, recheckInterval: LONGEST, storeTimeout: LONGEST, retryAfter: 3600 },
@@ -149,9 +159,14 @@ const GATE_VALID = [
     mode: 'request',
     ttl: LONGEST,
     reuseWindow: LONGEST,
-    limit: Number.MAX_SAFE_INTEGER,
-    cacheSize: Number.MAX_SAFE_INTEGER,
+    limit: LONGEST,
+    cacheSize: LONGEST,
   },
+  { limit: { min: 1, max: LONGEST, initial: LONGEST } },
+  { clientShare: { places: LONGEST, slots: LONGEST, perMinute: LONGEST } },
+  { busy: { page: '<h1>Busy</h1>', retryAfter: 3600 } },
+  { busy: { page: () => 'busy' } },
+  { busy: {} },
   { mode: 'request', reuseWindow: 0 },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, confirmTimeout: LONGEST, maxLength: 0 } },
   { queue: { idleTimeout: LONGEST, claimWindow: LONGEST, pollInterval: Math.floor(LONGEST / 2.5) - 1 } },
@@ -159,6 +174,85 @@ const GATE_VALID = [
   { history: false },
   { history: true },
 ]
+
+/**
+ * The option targets of every adapter of the list (src/entries.ts): a `Record`, so a new adapter
+ * fails to compile here until its options are fuzzed too.
+ */
+const ADAPTER_TARGETS: Record<AdapterName, Target> = {
+  express: {
+    name: 'airlock (Express)',
+    label: 'gate options',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: GATE_SPECS,
+    nested: ['cookie', 'queue', 'history', 'busy', 'clientShare'],
+    whole: true,
+    make: (o) => airlock(o as never),
+    valid: GATE_VALID,
+  },
+  fetch: {
+    name: 'airlock (fetch)',
+    label: 'airlock (fetch)',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
+    nested: ['cookie', 'queue', 'busy'],
+    whole: true,
+    make: (o) => fetchAirlock(o as never),
+    valid: [...GATE_VALID, { trustProxy: true, clientAddress: () => '10.0.0.1' }],
+  },
+  hono: {
+    name: 'airlock (Hono)',
+    label: 'airlock (Hono)',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
+    nested: ['cookie', 'queue', 'busy'],
+    whole: true,
+    make: (o) => honoAirlock(o as never),
+    valid: [...GATE_VALID, { trustProxy: false, clientAddress: () => undefined }],
+  },
+  koa: {
+    name: 'airlock (Koa)',
+    label: 'gate options',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: GATE_SPECS,
+    nested: ['cookie', 'queue', 'busy'],
+    whole: true,
+    make: (o) => koaAirlock(o as never),
+    valid: GATE_VALID,
+  },
+  fastify: {
+    name: 'airlockShield (Fastify)',
+    label: 'airlockShield options',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [...GATE_SPECS, ['global', 'boolean']],
+    nested: ['cookie', 'queue', 'history', 'busy', 'clientShare'],
+    make: async (o) => {
+      const app = Fastify()
+      app.register(airlockShield, o as never)
+      try {
+        await app.ready()
+      } catch (err) {
+        await app.close().catch(() => {})
+        throw err
+      }
+      return app
+    },
+    valid: GATE_VALID,
+  },
+  node: {
+    name: 'airlock (node:http)',
+    label: 'airlock options',
+    base: { logger: recordingLogger(), secret: SECRET, store },
+    specs: [
+      ...GATE_SPECS,
+      ['trustProxy', 'custom', [-1, 0.5, Number.NaN, Infinity, {}, ['300.0.0.1'], ['10.0.0.0/x'], [1]]],
+    ],
+    nested: ['cookie', 'queue', 'history', 'busy', 'clientShare'],
+    whole: true,
+    make: (o) => nodeAirlock(o as never),
+    valid: [...GATE_VALID, { trustProxy: 1 }, { trustProxy: ['10.0.0.0/8', 'loopback'] }, { trustProxy: true }],
+  },
+}
 
 export const targets: Target[] = [
   {
@@ -272,65 +366,7 @@ export const targets: Target[] = [
     make: (o) => room.withAdmitted(newVisitorId(), fn, o as never),
     valid: [{ timeout: Infinity }, { timeout: LONGEST, autoRefresh: false }],
   },
-  {
-    name: 'airlock (Express)',
-    label: 'gate options',
-    base: { logger: recordingLogger(), secret: SECRET, store },
-    specs: GATE_SPECS,
-    nested: ['cookie', 'queue', 'history'],
-    whole: true,
-    make: (o) => airlock(o as never),
-    valid: GATE_VALID,
-  },
-  {
-    name: 'airlock (fetch)',
-    label: 'airlock (fetch)',
-    base: { logger: recordingLogger(), secret: SECRET, store },
-    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
-    nested: ['cookie', 'queue'],
-    whole: true,
-    make: (o) => fetchAirlock(o as never),
-    valid: [...GATE_VALID, { trustProxy: true, clientAddress: () => '10.0.0.1' }],
-  },
-  {
-    name: 'airlock (Hono)',
-    label: 'airlock (Hono)',
-    base: { logger: recordingLogger(), secret: SECRET, store },
-    specs: [...GATE_SPECS, ['clientAddress', 'function'], ['trustProxy', 'boolean']],
-    nested: ['cookie', 'queue'],
-    whole: true,
-    make: (o) => honoAirlock(o as never),
-    valid: [...GATE_VALID, { trustProxy: false, clientAddress: () => undefined }],
-  },
-  {
-    name: 'airlock (Koa)',
-    label: 'gate options',
-    base: { logger: recordingLogger(), secret: SECRET, store },
-    specs: GATE_SPECS,
-    nested: ['cookie', 'queue'],
-    whole: true,
-    make: (o) => koaAirlock(o as never),
-    valid: GATE_VALID,
-  },
-  {
-    name: 'airlockShield (Fastify)',
-    label: 'airlockShield options',
-    base: { logger: recordingLogger(), secret: SECRET, store },
-    specs: [...GATE_SPECS, ['global', 'boolean']],
-    nested: ['cookie', 'queue', 'history'],
-    make: async (o) => {
-      const app = Fastify()
-      app.register(airlockShield, o as never)
-      try {
-        await app.ready()
-      } catch (err) {
-        await app.close().catch(() => {})
-        throw err
-      }
-      return app
-    },
-    valid: GATE_VALID,
-  },
+  ...ADAPTER_NAMES.map((name) => ADAPTER_TARGETS[name]),
   {
     name: 'createDashboard',
     label: 'createDashboard()',
@@ -355,15 +391,26 @@ export const targets: Target[] = [
       ['gated', 'boolean'],
       ['trustProxy', 'custom', [-1, 0.5, Number.NaN, Infinity, {}, ['300.0.0.1'], ['10.0.0.0/x'], [1]]],
       ['metricsPath', 'custom', ['/', 'metrics', '/m x', '/metrics?x=1', '/a#b', '//x', 1]],
-      ['bodyLimit', 'custom', [-1, 0.5, Number.NaN, Infinity, '1mb']],
+      // 0 said nothing it meant (chunked bodies still streamed): refused (issue 42).
+      ['bodyLimit', 'custom', [0, -1, 0.5, Number.NaN, Infinity, '1mb']],
       ['upstreamTimeout', 'duration'],
       ['keepPassCookie', 'boolean'],
       ['passTtl', 'duration', [60]],
       ['retryAfter', 'seconds', [5000]],
+      ['limit', 'boundedCount', [{ min: 1, max: PAST_TIMER }]],
+      ['busy.retryAfter', 'seconds'],
     ],
+    nested: ['busy'],
     whole: true,
     make: async (o) => (await import('../../src/proxy.js')).createProxy(o as never),
-    valid: [{ upstreamTimeout: '90s', trustProxy: ['10.0.0.0/8', '::1'] }, { metricsPath: '/metrics' }],
+    valid: [
+      { upstreamTimeout: '90s', trustProxy: ['10.0.0.0/8', '::1'] },
+      { metricsPath: '/metrics' },
+      // A hop count, as Express and Fastify take it (issue 42).
+      { trustProxy: 1 },
+      { trustProxy: 0 },
+      { trustProxy: 3, bodyLimit: 1 },
+    ],
   },
   {
     name: 'airlockReport',

@@ -37,6 +37,8 @@ export const BAD = {
   seconds: [...numeric('5', 'nan', 'inf', 'negInf', 'neg', 'zero', 'half', 'huge'), Math.ceil(PAST_TIMER / 1000)],
   /** Positive integer (a count, not a duration). */
   count: numeric('1', 'nan', 'inf', 'negInf', 'neg', 'zero', 'half', 'huge'),
+  /** Positive integer at most 2^31 − 1: a gate's counts (`limit`, its adaptive bounds, `cacheSize`, `clientShare`). */
+  boundedCount: numeric('1', 'nan', 'inf', 'negInf', 'neg', 'zero', 'half', 'timer', 'huge'),
   /** Non-negative integer (0: no cap). */
   countOrZero: numeric('1', 'nan', 'inf', 'negInf', 'neg', 'half', 'huge'),
   boolean: ['true', 1, 0, {}],

@@ -12,10 +12,31 @@ import express4 from 'express4'
 import { airlockShield } from '../../src/fastify.js'
 import { airlock, type AirlockMiddleware } from '../../src/express.js'
 import type { GateOptions } from '../../src/gate/gate.js'
+import { ADAPTER_NAMES, type AdapterName as EntryAdapterName } from '../../src/entries.js'
+import { airlock as nodeAirlock } from '../../src/node.js'
+import { type NodeShape, startNodeShapeApp } from './node-apps.js'
 import { startWebApp, type WebAdapterName } from './web-apps.js'
 
-export type AdapterName = 'fastify' | 'express4' | 'express5' | WebAdapterName
-export const ADAPTERS: AdapterName[] = ['fastify', 'express4', 'express5', 'fetch', 'hono', 'koa']
+/**
+ * Each adapter of the list (src/entries.ts) and its test app: Fastify's and Express's below, the
+ * Web-standard ones and Koa's in web-apps.ts, those of the plain Node shape (`shield(req, res,
+ * next(airlock))`) in node-apps.ts from their factory alone. A `Record`: a new adapter fails to
+ * compile here until it has its app.
+ */
+const APPS: Record<EntryAdapterName, 'fastify' | 'express' | 'web' | NodeShape> = {
+  fastify: 'fastify',
+  express: 'express',
+  fetch: 'web',
+  hono: 'web',
+  koa: 'web',
+  node: nodeAirlock,
+}
+
+/** The adapters the HTTP suites run on: the list's, Express as 4 and 5. */
+export type AdapterName = Exclude<EntryAdapterName, 'express'> | 'express4' | 'express5'
+export const ADAPTERS: AdapterName[] = ADAPTER_NAMES.flatMap((n): AdapterName[] =>
+  n === 'express' ? ['express4', 'express5'] : [n],
+)
 
 /** What the handlers saw. */
 export class Stats {
@@ -89,8 +110,12 @@ export async function startApp(adapter: AdapterName, setup: AppSetup = {}): Prom
     for (const h of hangs.splice(0)) h()
   }
   const ms = (q: unknown): number => Number((q as { ms?: string }).ms ?? 0)
-  if (adapter === 'fetch' || adapter === 'hono' || adapter === 'koa')
-    return startWebApp(adapter, setup, { stats, hang, unhang })
+  const kind = adapter === 'express4' || adapter === 'express5' ? 'express' : APPS[adapter]
+  if (typeof kind === 'function') {
+    const app = await startNodeShapeApp(kind, setup, { stats, hang, unhang })
+    return { adapter, stats, unhang, ...app }
+  }
+  if (kind === 'web') return startWebApp(adapter as WebAdapterName, setup, { stats, hang, unhang })
 
   if (adapter === 'fastify') {
     const app = Fastify({ forceCloseConnections: true, trustProxy: setup.trustProxy ?? false })

@@ -25,7 +25,7 @@ export interface Kit {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** The work routes' answer after `ms` (`fail`: throws), counted in `stats`. */
-async function work(stats: Stats, ms: number, fail: boolean): Promise<string> {
+export async function work(stats: Stats, ms: number, fail: boolean): Promise<string> {
   stats.enter()
   try {
     await sleep(ms)
@@ -36,12 +36,12 @@ async function work(stats: Stats, ms: number, fail: boolean): Promise<string> {
   }
 }
 
-async function listen(server: Server): Promise<string> {
+export async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', 4096, resolve))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-function closer(server: Server, gates: { close(): Promise<void> }[], kit: Kit): () => Promise<void> {
+export function closer(server: Server, gates: { close(): Promise<void> }[], kit: Kit): () => Promise<void> {
   return async () => {
     kit.unhang()
     await new Promise<void>((resolve) => {

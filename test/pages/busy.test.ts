@@ -13,7 +13,7 @@ import { BusyAnswers } from '../../src/pages/answers.js'
 
 describe('built-in busy page', () => {
   it("the gate's answers keep the jitter though each page is rendered once: a crowd's refusals show several delays", () => {
-    const answers = new BusyAnswers(10, undefined, () => {})
+    const answers = new BusyAnswers({ retryAfter: 10, page: undefined }, () => {})
     const r = {
       method: 'GET',
       accept: 'text/html',

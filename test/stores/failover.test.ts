@@ -193,7 +193,7 @@ describe('a store that lost its last writes', () => {
     expect(Math.min(...fences.slice(5))).toBeGreaterThan(Math.max(...fences.slice(0, 5)))
   })
 
-  it('the gate: for a ttl newcomers are decided as in an outage (the local share, counted without the store), logged once at error level', {
+  it('the gate: for a ttl newcomers are decided as in an outage (the local quota, counted without the store), logged once at error level', {
     timeout: 30_000,
   }, async () => {
     primary = await startRedis()
