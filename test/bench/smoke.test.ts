@@ -3,6 +3,7 @@
  * their env knobs) and must exit 0, print every scenario's row and write its JSON results. This
  * asserts behaviour, never performance: no figure is compared with a target here.
  */
+import { ADAPTER_NAMES } from '../../src/entries.js'
 import { describe, expect, it } from 'vitest'
 import { redisAvailable, requireRedis } from '../helpers/redis.js'
 import { json, row, runBench } from './run.js'
@@ -10,10 +11,10 @@ import { json, row, runBench } from './run.js'
 requireRedis()
 
 describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for about a second)', () => {
-  it("overhead: every scenario, Fastify, Express, fetch, Hono and Koa, with the peers and each framework's empty middleware", {
+  it("overhead: every scenario, every adapter of the list (src/entries.ts), with the peers and each framework's empty middleware", {
     timeout: 240_000,
   }, async () => {
-    // 24 servers one after the other, each started, warmed and measured: about a minute alone, more beside the other files.
+    // 27 servers one after the other, each started, warmed and measured: about a minute alone, more beside the other files.
     const { code, out } = await runBench(
       'overhead.ts',
       { ROUNDS: '1', SECONDS: '0.3', WARMUP: '0', CONNECTIONS: '4' },
@@ -42,11 +43,16 @@ describe.runIf(redisAvailable).concurrent('benches (smoke: each scenario for abo
       'hono bare',
       'hono + empty middleware',
       'hono + gate, pass holders, memory',
+      'node bare',
+      'node + empty middleware',
+      'node + gate, pass holders, memory',
       'koa bare',
       'koa + empty middleware',
       'koa + gate, pass holders, memory',
     ]
     for (const name of names) expect(row(out, name), `row of ${name}`).toBeDefined()
+    for (const adapter of ADAPTER_NAMES)
+      expect(names.filter((n) => n.startsWith(`${adapter} `)).length, adapter).toBeGreaterThanOrEqual(3)
     const r = json('overhead')
     expect(r.rows.map((x: { name: string }) => x.name)).toEqual(names)
     for (const x of r.rows) {

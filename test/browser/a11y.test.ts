@@ -22,10 +22,9 @@ import { PageLanguages } from '../../src/pages/language.js'
 import { renderLeftPage } from '../../src/pages/left.js'
 import { renderReportHtml } from '../../src/pages/report.js'
 import { summarize } from '../../src/core/report.js'
-import { bucketOf } from '../../src/core/histogram.js'
 import { createDashboard, type Dashboard } from '../../src/dashboard/server.js'
 import { memoryStore } from '../../src/stores/memory.js'
-import type { MinuteRecord } from '../../src/stores/history.js'
+import { HUG_FIRST, hugMinutes } from '../helpers/hug-minutes.js'
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js'
 
 const languages = new PageLanguages()
@@ -34,33 +33,6 @@ const axeSource: string = (createRequire(import.meta.url)('axe-core') as { sourc
 
 /** axe's rule sets run on every page: WCAG 2.0 and 2.1, A and AA, and axe's best practices. */
 const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']
-
-const REPORT_FIRST = Math.floor(Date.UTC(2026, 11, 1, 9, 0, 0) / 60_000)
-
-/** An hour of a hug for the report page: the line grows, then drains, with some turned away. */
-function reportRecords(): MinuteRecord[] {
-  const out: MinuteRecord[] = []
-  for (let m = 0; m < 60; m++) {
-    const wait = 1_000 + m * 2_000
-    out.push({
-      minute: REPORT_FIRST + m,
-      fields: {
-        a: 100 + (m % 7),
-        al: 80,
-        't.full': m < 20 ? 20 : 0,
-        ab: 3,
-        'r.visitor': 90,
-        q: Math.max(0, 300 - Math.abs(30 - m) * 10),
-        [`w${bucketOf(wait)}`]: 60,
-        [`w${bucketOf(wait * 2)}`]: 20,
-        wm: wait * 2,
-        [`v${bucketOf(45_000)}`]: 90,
-        vm: 50_000,
-      },
-    })
-  }
-  return out
-}
 
 /** Each page, as served. */
 const PAGES: Record<string, () => string> = {
@@ -125,7 +97,7 @@ const PAGES: Record<string, () => string> = {
   'dashboard sign-in': () => signInPage(false),
   'dashboard sign-in (wrong token)': () => signInPage(true),
   'dashboard (before its first event)': () => renderDashboardPage({ names: ['shop'], controls: true }),
-  'history report': () => renderReportHtml(summarize('shop', REPORT_FIRST, REPORT_FIRST + 60, reportRecords())),
+  'history report': () => renderReportHtml(summarize('shop', HUG_FIRST, HUG_FIRST + 60, hugMinutes(60, 300))),
 }
 
 /**

@@ -7,40 +7,17 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { summarize } from '../../src/core/report.js'
-import { bucketOf } from '../../src/core/histogram.js'
+import { HUG_FIRST, hugMinutes } from '../helpers/hug-minutes.js'
 import { renderReportHtml, REPORT_CSP } from '../../src/pages/report.js'
 import type { MinuteRecord } from '../../src/stores/history.js'
 import { chromiumAvailable } from '../helpers/browser.js'
 import { useChromium } from '../helpers/use-chromium.js'
 import { axeAtWidths, pageProblems, reportCharts } from '../helpers/page-checks.js'
 
-const FIRST = Math.floor(Date.UTC(2026, 11, 1, 9, 0, 0) / 60_000)
+const FIRST = HUG_FIRST
 
-/** Two hours of a hug: the line grows, then drains; a gap of ten quiet minutes in the middle. */
-function records(): MinuteRecord[] {
-  const out: MinuteRecord[] = []
-  for (let m = 0; m < 120; m++) {
-    if (m >= 60 && m < 70) continue
-    const wait = 1_000 + m * 2_000
-    out.push({
-      minute: FIRST + m,
-      fields: {
-        a: 100 + (m % 7),
-        al: 80,
-        't.full': m < 30 ? 20 : 0,
-        ab: 3,
-        'r.visitor': 90,
-        q: Math.max(0, 600 - Math.abs(60 - m) * 10),
-        [`w${bucketOf(wait)}`]: 60,
-        [`w${bucketOf(wait * 2)}`]: 20,
-        wm: wait * 2,
-        [`v${bucketOf(45_000)}`]: 90,
-        vm: 50_000,
-      },
-    })
-  }
-  return out
-}
+/** Two hours of a hug: the line grows to 600, then drains; a gap of ten quiet minutes in the middle. */
+const records = (): MinuteRecord[] => hugMinutes(120, 600, [60, 70])
 
 describe.runIf(chromiumAvailable || process.env.CI)('the HTML report in Chromium', () => {
   const browser = useChromium()
