@@ -21,9 +21,9 @@
  * package first, and the COMPARE commit's too, and measure dist/, what users run; by default the servers run src/ through tsx,
  * whose `keepNames` helpers add a call to every function the gate makes per request).
  */
-import type { AdapterName } from '../src/entries.js'
+import { ADAPTERS, type AdapterName } from '../src/entries.js'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -124,9 +124,16 @@ function startServer(name: string): Promise<Target> {
 const listed: string[] = JSON.parse(
   execFileSync(process.execPath, [...serverArgs, serverScript], { env: { ...serverEnv, LIST: '1' } }).toString(),
 )
+/** Whether the COMPARE tree has the adapter of scenario `name` (an adapter added since has no twin there). */
+const hasAdapter = (name: string): boolean => {
+  const adapter = ADAPTERS[name.split(' ')[0] as AdapterName]
+  return adapter === undefined || compareTree === undefined || existsSync(join(compareTree, adapter.file))
+}
 // Each gated scenario right before its twin on the COMPARE tree, so drift hits both alike.
 const names = listed.flatMap((name) =>
-  compare && name.includes('+ gate') && !/metrics|subscriber/.test(name) ? [name, name + suffix] : [name],
+  compare && name.includes('+ gate') && !/metrics|subscriber/.test(name) && hasAdapter(name)
+    ? [name, name + suffix]
+    : [name],
 )
 const targets: Record<string, Target> = {}
 // One at a time: a cold start (tsx compiling) would otherwise slow the others' starts.

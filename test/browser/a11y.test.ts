@@ -35,18 +35,20 @@ const axeSource: string = (createRequire(import.meta.url)('axe-core') as { sourc
 const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']
 
 /** Each page, as served. */
+/** A visitor in a first-come line: 1,234th of 5,000, seven minutes to go. */
+const WAITING = {
+  order: 'fifo',
+  position: 1234,
+  waiting: 5000,
+  eta: 420,
+  pollInterval: 60_000,
+  keepAliveInterval: 60_000,
+  nonce: undefined,
+} as const
+
 const PAGES: Record<string, () => string> = {
   busy: () => renderBusyPage(3600),
-  waiting: () =>
-    renderWaitingPage({
-      order: 'fifo',
-      position: 1234,
-      waiting: 5000,
-      eta: 420,
-      pollInterval: 60_000,
-      keepAliveInterval: 60_000,
-      nonce: undefined,
-    }),
+  waiting: () => renderWaitingPage(WAITING),
   'waiting (random order)': () =>
     renderWaitingPage({
       order: 'random',
@@ -75,19 +77,7 @@ const PAGES: Record<string, () => string> = {
       noscriptDelay: 3_600_000,
       nonce: undefined,
     }),
-  'waiting (Arabic, right to left)': () =>
-    renderWaitingPage(
-      {
-        order: 'fifo',
-        position: 1234,
-        waiting: 5000,
-        eta: 420,
-        pollInterval: 60_000,
-        keepAliveInterval: 60_000,
-        nonce: undefined,
-      },
-      languages.pick('ar'),
-    ),
+  'waiting (Arabic, right to left)': () => renderWaitingPage(WAITING, languages.pick('ar')),
   'busy (German)': () => renderBusyPage(3600, undefined, languages.pick('de')),
   'busy (a client over its share)': () => renderBusyPage(3600, undefined, undefined, 'client-share'),
   'left the line (Japanese)': () => renderLeftPage('/shop', languages.pick('ja')),
