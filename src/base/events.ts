@@ -83,7 +83,7 @@ export interface LimitEvent {
    * `idle` when the figure took over a live limit's (the adaptive limit goes on from it).
    */
   reason: string
-  /** The no-load latency estimate and the judged window's 95th percentile (ms). */
+  /** The no-load latency estimate and the judged window's latency (its 75th percentile, ms). */
   baseline: number | null
   recent: number | null
 }

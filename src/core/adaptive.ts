@@ -8,14 +8,17 @@
  * latencyBucket and histogramQuantile are re-exported here).
  */
 
+import { TUNING } from './adaptive-tuning.js'
+
 export { histogramQuantile, LATENCY_BUCKETS, latencyBucket } from './histogram.js'
+export { TUNING }
 
 /** What admitted work measured in one window. */
 export interface AdaptiveWindow {
   /** Requests that ended in the window. */
   samples: number
-  /** Their 95th percentile time (ms); `null` without samples. */
-  p95: number | null
+  /** Their latency (ms): the window's 75th percentile (see the gate's windowLatency); `null` without samples. */
+  latency: number | null
   /** Those that failed (5xx, a thrown handler, a timeout). */
   failures: number
   /** Visitors turned away or queued in the window: demand above the limit. */
@@ -31,75 +34,23 @@ export interface AdaptiveWindow {
    * it. A failure then is not one slot too many: the cut follows the failures' share of the window.
    */
   sessions?: boolean
+  /**
+   * When the window is judged (ms on the judge's clock): the drain after a backoff then lasts
+   * TUNING.drainMs however long the windows are (a window waits for enough samples, so at a small
+   * limit three windows were 750 ms). Without it, TUNING.drain windows.
+   */
+  at?: number
 }
 
 /** A proposed move: the next limit (before [min, max]), and why. */
 export interface AdaptiveStep {
   limit: number
   reason: 'failures' | 'latency' | 'growth' | 'steady' | 'idle' | 'drain' | 'repaying'
-  /** The latency baseline and the window's 95th percentile it judged (ms). */
+  /** The latency baseline and the window's latency it judged (its 75th percentile) (ms). */
   baseline: number | null
   recent: number | null
 }
 
-/**
- * The estimator's figures, each with its reason (more in docs/adaptive.md): one frozen object, so
- * the whole tuning reads in one place and nothing changes it at run time.
- */
-export const TUNING = Object.freeze({
-  /** Latency this much above the baseline, two windows in a row, counts as the backend slowing down... */
-  tolerance: 1.15,
-  /** ...and this much above it at once (one slow window alone is often the host's noise). */
-  sharp: 1.6,
-  /** Growth per window while demand presses and latency holds, far below the last limit that hurt. */
-  growth: 1.25,
-  /** Growth per window before any trouble was ever seen (a slow start, as TCP's). */
-  start: 1.5,
-  /**
-   * Session mode grows more gently (x1.25 in the slow start, x1.1 after, one slot at a time near the
-   * mark): a visitor let in keeps coming back for a whole visit, so a step too far is paid for until
-   * visitors leave, not until the next window.
-   */
-  sessionStart: 1.25,
-  /** Session mode's growth after the slow start (see sessionStart). */
-  sessionGrowth: 1.1,
-  /**
-   * The failure budget of probing: each failure a probe caused (failures soon after a growth) is
-   * paid back by this many good requests' worth (0.5 %) before the limit grows again. So a probe
-   * past a hard cliff costs at most 0.5 % of the work: at a capacity of 10 x 50 ms it waits about a
-   * second after each failed probe, at 40 a quarter of that.
-   */
-  probeBudget: 0.005,
-  /** Grown this far past the last limit that hurt without trouble, the mark is forgotten (capacity grew). */
-  past: 1.2,
-  /** The baseline rises this much per window without a lower sample: it follows a backend that got slower for good, over minutes, not a busy one over seconds. */
-  baselineDrift: 1.001,
-  /** Failures or a gentle latency rise within this many windows of a growth are the growth's doing (a probe that went too far). */
-  recentGrowth: 6,
-  /** ...and within 2 s in session mode, where a visitor let in by a growth keeps coming back. */
-  recentGrowthSessions: 16,
-  /** Windows after a backoff that latency is not judged in (requests admitted before it still ending, reports arriving late). */
-  drain: 3,
-  /** Fewer samples than this say nothing about latency. */
-  minSamples: 5,
-  /** A window of this many samples is sure enough of a sharp rise to end the slow start alone. */
-  sureSamples: 20,
-  /**
-   * Below this many inside, a gentle rise does not end the slow start (as HyStart's low window): with
-   * a few requests in flight, a 1.2x slower window is the host's noise (a busy core, a cold process),
-   * not the backend; ended there, the climb to a capacity of 30 took seconds more. A sharp rise or a
-   * failure still ends it at any size.
-   */
-  lowWindow: 16,
-  /** In request mode a probe is charged at most twice the slots it added (one failure each, on two instances): the rest of a storm is not its doing. */
-  probeCharge: 2,
-  /** The debt never exceeds this many failures... */
-  maxDebt: 50,
-  /** ...nor what this many windows like the last one pay back: a probe waits 3 s at most (5 s in session mode, where a probe costs a visit), so a capacity that grew is found. */
-  maxPause: 24,
-  /** maxPause in session mode. */
-  maxPauseSessions: 40,
-} as const)
 const REASONS = ['failures', 'latency', 'growth', 'steady', 'idle', 'drain', 'repaying', 'start'] as const
 
 export class AdaptiveEstimator {
@@ -114,14 +65,18 @@ export class AdaptiveEstimator {
   #streak = 0
   /** Trouble was seen at least once (the slow start is over). */
   #hurt = false
-  /** The previous judged window was above TUNING.tolerance. */
-  #slow = false
+  /** Judged windows in a row above TUNING.tolerance (0: the last one was not). */
+  #slow = 0
   /** Failures probes caused, not yet paid back by good requests (see TUNING.probeBudget). */
   #debt = 0
   /** Slots the last growth added. */
   #step = 0
   /** What was inside when the limit last grew: a streak goes on only while what is inside goes up with it. */
   #grownFrom = 0
+  /** The latency ratio (window latency / baseline) the last latency backoff acted on; 0 after a failure backoff. */
+  #cutAt = 0
+  /** When the last backoff was judged (`AdaptiveWindow.at`), `null` when unknown. */
+  #backoffAt: number | null = null
 
   /** The last judged step's reason and recent latency, for those who only read the state. */
   #last: { reason: AdaptiveStep['reason'] | 'start'; recent: number | null } = { reason: 'start', recent: null }
@@ -131,7 +86,7 @@ export class AdaptiveEstimator {
     return this.#baseline
   }
 
-  /** Why the last window moved the limit (or not), and its 95th percentile (ms). */
+  /** Why the last window moved the limit (or not), and its latency (ms, the 75th percentile). */
   get last(): { reason: AdaptiveStep['reason'] | 'start'; recent: number | null } {
     return this.#last
   }
@@ -152,6 +107,8 @@ export class AdaptiveEstimator {
       this.#debt,
       this.#step,
       this.#grownFrom,
+      this.#cutAt,
+      this.#backoffAt,
     ])
   }
 
@@ -161,9 +118,11 @@ export class AdaptiveEstimator {
     if (!text) return e
     try {
       const v = JSON.parse(text) as unknown
-      if (!Array.isArray(v) || v.length !== 12) return e
+      // 12 figures until issue 43 added #cutAt and #backoffAt: an older judge's state goes on.
+      if (!Array.isArray(v) || v.length < 12) return e
       const [baseline, ceiling, since, sinceGrowth, streak, hurt, slow, reason, recent, debt, step, grownFrom] =
         v as unknown[]
+      const [cutAt, backoffAt] = v.slice(12) as unknown[]
       const num = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : null)
       e.#baseline = num(baseline)
       e.#ceiling = num(ceiling)
@@ -171,7 +130,8 @@ export class AdaptiveEstimator {
       e.#sinceGrowth = num(sinceGrowth) ?? Infinity
       e.#streak = num(streak) ?? 0
       e.#hurt = hurt === true
-      e.#slow = slow === true
+      // A count since issue 43 (a flag before it: a true flag is one slow window).
+      e.#slow = slow === true ? 1 : (num(slow) ?? 0)
       e.#last = {
         reason: REASONS.includes(reason as never) ? (reason as AdaptiveStep['reason']) : 'start',
         recent: num(recent),
@@ -179,6 +139,8 @@ export class AdaptiveEstimator {
       e.#debt = Math.min(TUNING.maxDebt, num(debt) ?? 0)
       e.#step = num(step) ?? 0
       e.#grownFrom = num(grownFrom) ?? 0
+      e.#cutAt = num(cutAt) ?? 0
+      e.#backoffAt = num(backoffAt)
     } catch {
       // Not ours (another version wrote it): start afresh, from the limit in force.
     }
@@ -197,7 +159,7 @@ export class AdaptiveEstimator {
   }
 
   #judge(w: AdaptiveWindow, limit: number): AdaptiveStep {
-    const recent = w.p95
+    const recent = w.latency
     this.#sinceBackoff++
     this.#sinceGrowth++
     // Good requests pay back what the probes cost.
@@ -212,10 +174,13 @@ export class AdaptiveEstimator {
       baseline: this.#baseline,
       recent,
     })
-    // A cut never raises the limit, and halves it at most.
-    const cut = (target: number): number => Math.max(Math.ceil(limit / 2), Math.min(limit, target))
-    const backoff = (): void => {
+    // A cut never raises the limit, and halves it at most: it, or what was inside when less (an
+    // instance's brake held it lower, demand did not fill it), the load the window measured.
+    const cut = (target: number): number => Math.max(1, Math.ceil(Math.min(limit, inside) / 2), Math.min(limit, target))
+    const backoff = (latency = 0): void => {
       // The mark: what was inside when it hurt (at most the limit in force).
+      this.#cutAt = latency
+      this.#backoffAt = w.at ?? null
       this.#ceiling = Math.min(limit, inside)
       this.#sinceBackoff = 0
       this.#streak = 0
@@ -224,20 +189,34 @@ export class AdaptiveEstimator {
     // Right after a backoff, requests admitted before it are still ending (failing, or slow), and a
     // fleet's reports arrive up to a window late: let them drain before judging again. Failures that
     // arrive while a probe's cut drains are the probe's too (another instance's, reported late).
-    if (this.#sinceBackoff <= TUNING.drain) {
+    const ratio =
+      recent !== null && this.#baseline !== null && w.samples >= TUNING.minSamples ? recent / this.#baseline : 1
+    // ...unless latency got far worse than the cut acted on (a capacity that fell right after a
+    // gentle trim): that is news, not the drain (a drop from 36 to 10 slots waited 700 ms here).
+    const news = w.failures === 0 && this.#cutAt > 0 && ratio > this.#cutAt * TUNING.sharp
+    const draining =
+      w.at !== undefined && this.#backoffAt !== null
+        ? w.at - this.#backoffAt <= TUNING.drainMs && this.#sinceBackoff <= 2 * TUNING.drain
+        : this.#sinceBackoff <= TUNING.drain
+    if (draining && !news) {
       if (this.#debt > 0 && w.failures > 0)
         this.#debt = Math.min(this.#debtCap(w), this.#debt + Math.min(w.failures, this.#charge(w)))
       return at(limit, 'drain')
     }
-    const ratio =
-      recent !== null && this.#baseline !== null && w.samples >= TUNING.minSamples ? recent / this.#baseline : 1
     if (w.failures > 0) {
       // The strong signal. A failed request kept its slot about as long as a good one, and the
       // instance that saw it took nobody in its place: each failure stands for about one slot too
       // many. Cut that many (at least one, at most half), and more if latency rose too. The base is
       // the limit, or more in session mode when passes given before a cut are still out.
       const base = Math.max(limit, inside)
-      const excess = w.sessions === true ? Math.ceil((base * w.failures) / Math.max(1, w.samples)) : w.failures
+      const share = Math.ceil((base * w.failures) / Math.max(1, w.samples))
+      // Failures soon after a growth (and no cut since) are the probe's: that growth went too far.
+      // Undo it, back to the last limit known good (as TCP's slow start halves to the last window
+      // without loss), and further only by the failures' share of the window. Not by their count: in
+      // a fleet the instance that brakes is not the one that fills the slot again, so a slot one past
+      // the capacity fails three or four times before the judge has spoken.
+      const probe = w.sessions !== true && this.#probing(recentGrowth)
+      const excess = w.sessions === true ? share : probe ? Math.max(this.#step, share) : w.failures
       let target = base - Math.max(1, excess)
       if (ratio > TUNING.tolerance) target = Math.min(target, Math.floor(base * Math.sqrt(TUNING.tolerance / ratio)))
       // Failures soon after a growth are the probe's: its cost, paid back before the next growth.
@@ -246,14 +225,18 @@ export class AdaptiveEstimator {
       this.#debt =
         this.#sinceGrowth <= recentGrowth && this.#hurt ? Math.min(this.#debtCap(w), this.#debt + this.#charge(w)) : 0
       backoff()
-      return at(cut(Math.max(Math.ceil(base / 2), target)), 'failures')
+      // At most by half, unless more than half the window failed: then to the share that did not
+      // (a capacity that fell to a third fails two requests in three; halving twice, a drain apart,
+      // left a fleet over it for a second).
+      const kept = Math.max(0, Math.min(0.5, 1 - w.failures / Math.max(1, w.samples)))
+      return at(Math.max(1, Math.ceil(limit * kept), Math.min(limit, target)), 'failures')
     }
     if (w.samples < TUNING.minSamples || recent === null) return at(limit, 'idle')
     this.#baseline = this.#baseline === null ? recent : Math.min(this.#baseline * TUNING.baselineDrift, recent)
     const slowNow = recent / this.#baseline > TUNING.tolerance
     const sharp = recent / this.#baseline > TUNING.sharp
-    const slowBefore = this.#slow
-    this.#slow = slowNow
+    const slowBefore = this.#slow > 0
+    this.#slow = slowNow ? this.#slow + 1 : 0
     // In the slow start only a sharp rise (or failures) ends it, as loss ends TCP's: a start-up
     // hiccup of the host must not set a mark far below the capacity. After it, the gentle one too.
     // The gentle rise counts only soon after a growth: it is how a limit a slot or two past the
@@ -272,22 +255,52 @@ export class AdaptiveEstimator {
       this.#ceiling = Math.min(limit, inside)
     }
     // In the slow start a sharp rise in a small window must last two windows: as the limit grows from
-    // a few slots, new connections open and caches warm, and one slow request makes a small window's p95.
-    if ((sharp && (this.#hurt || slowBefore || w.samples >= TUNING.sureSamples)) || gentle) {
-      // The gradient: back off with how much slower the backend got (gently when it is a little: the
-      // square root), at most by half.
-      backoff()
-      return at(
-        cut(Math.floor(inside * Math.max(0.5, Math.sqrt(TUNING.tolerance / (recent / this.#baseline))))),
-        'latency',
-      )
+    // a few slots, new connections open and caches warm, and one slow request makes a small window's percentile.
+    // And below TUNING.lowWindow inside, a sharp rise ends it only far past the host's noise (the
+    // square of `sharp`, 2.56x; failures at any size): with a few requests in flight one busy core
+    // doubles a small window's percentile, and a slow start ended at 3 slots climbed at x1.25 a step
+    // for five seconds (two instances on one 2-core box). A backend of 4 workers at 12 inside is 3x.
+    const noise = !this.#hurt && Math.min(limit, inside) < TUNING.lowWindow && ratio <= TUNING.sharp ** 2
+    if ((sharp && !noise && (this.#hurt || slowBefore || w.samples >= TUNING.sureSamples)) || gentle) {
+      // The gradient: back off with how much slower the backend got, at most by half: in full when
+      // sharply (as Gradient2: a capacity that fell to a third is under it in two cuts, not four),
+      // by its square root when a little (a limit a slot or two past the capacity).
+      const rise = recent / this.#baseline
+      const gradient = sharp ? (1 + TUNING.tolerance) / 2 / rise : Math.sqrt(TUNING.tolerance / rise)
+      let target = Math.floor(inside * Math.max(0.5, gradient))
+      // Soon after a growth (and no cut since), that growth did it: the limit before it was fine, so
+      // undoing it is enough (a backend that slows steeply past its capacity reads as far more
+      // than one growth too many).
+      if (this.#probing(recentGrowth)) target = Math.max(target, Math.min(limit - 1, limit - this.#step))
+      backoff(rise)
+      return at(cut(target), 'latency')
     }
-    if (w.refused === 0 || this.#slow) return at(limit, 'steady')
+    if (this.#hurt && this.#slow >= TUNING.sustained) {
+      // Slower for half a second on end without a growth: the backend's capacity fell and it only
+      // slows (a queue in front of its workers, work shared). The gradient in full (as Gradient2):
+      // back to where latency would be within the tolerance, at most by half.
+      backoff(recent / this.#baseline)
+      this.#slow = 0
+      return at(cut(Math.floor(inside * Math.max(0.5, TUNING.tolerance / (recent / this.#baseline)))), 'latency')
+    }
+    if (w.refused === 0 || this.#slow > 0) return at(limit, 'steady')
     if (this.#debt >= 1) return at(limit, 'repaying')
+    // The last step must have been filled before the next: in a fleet each instance learns a new
+    // figure only at its next report, so what was inside lags the limit by a window, and a slow
+    // start that grew from that lag compounded steps nobody had tested yet (27, 41, 48, 68 at a
+    // capacity of 30 on 32 simulated instances).
+    // And a window must have passed at it: what a step let in shows in the window after the one that
+    // filled it (a slowing backend answers late; an instance reports a window late).
+    if (inside < limit * TUNING.filled || (this.#hurt && this.#sinceGrowth < 2)) return at(limit, 'steady')
     // Demand presses and latency holds. Grow from what was inside, not from the limit: a limit
     // nobody reached (held lower by a live limit, a mode or an admission rate) was never tested.
     const next = this.#grow(Math.min(limit, inside), w.sessions === true)
     return next > limit ? at(next, 'growth') : at(limit, 'steady')
+  }
+
+  /** A growth came within `recentGrowth` windows, and no backoff since: what this window shows is its doing. */
+  #probing(recentGrowth: number): boolean {
+    return this.#sinceGrowth <= recentGrowth && this.#sinceGrowth < this.#sinceBackoff
   }
 
   /** What a probe's failures in window `w` cost: all of them in session mode; in request mode at most two a slot the probe added. */

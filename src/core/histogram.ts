@@ -10,7 +10,7 @@
  *   percentile read within a bucket is off by at most half a bucket (under 10 %); the maximum is
  *   kept exactly beside the counts.
  * - {@link LATENCY_SCHEME}, the adaptive limit's latencies: bucket `i` holds times around
- *   `expm1(i / 40)` ms (buckets about 2.5 % wide from a few ms up, so a fleet's 95th percentile is
+ *   `expm1(i / 40)` ms (buckets about 2.5 % wide from a few ms up, so a fleet's percentiles are
  *   within about 1.3 % of the exact one), up to a minute.
  */
 
@@ -25,7 +25,7 @@ export interface BucketScheme {
   /**
    * Which of `n` counted values the `q` quantile is (before it is kept within 1..n): `true`, the
    * one with more than q of them at or below it (floor(q n) + 1: `sorted[floor(q n)]`, as a
-   * window's 95th percentile is judged); `false`, the nearest rank (ceil(q n): at least q).
+   * window's latency is judged); `false`, the nearest rank (ceil(q n): at least q).
    */
   readonly strict: boolean
   /**

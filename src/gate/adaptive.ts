@@ -21,23 +21,28 @@ import type { AdaptiveStatus } from './status-types.js'
 export const ADAPTIVE_WINDOW_MS = 125
 
 /**
- * Samples a window needs before it is judged (else it waits, up to 4 windows): a 95th percentile of
+ * Samples a window needs before it is judged (else it waits, up to 4 windows): a percentile of
  * fewer is mostly noise. Twice the limit when that is less (at least 5), so a small limit is judged
  * every window and the slow start from `min: 2` is not four times slower.
  */
 const JUDGE_SAMPLES = 20
 const judgeSamples = (limit: number): number => Math.max(5, Math.min(JUDGE_SAMPLES, 2 * limit))
 
-/** An instance's own brake after a failure lasts until the fleet's figure moves, or this many windows. */
+/** An instance's own brake after a failure lasts until the fleet's figure is at or under it, or this many windows. */
 const BRAKE_WINDOWS = 8
 
 /**
- * A window's 95th percentile, never its slowest request while it holds fewer than 40: in a window
- * of 15 the 95th percentile is the slowest one, and one request slowed by a garbage collection or
- * a busy core would read as the backend slowing down.
+ * The window's latency as the estimator judges it: its 75th percentile, never its slowest request
+ * while it holds fewer than 8 (in a window of 6 the 75th percentile would be the slowest one, and
+ * one request slowed by a garbage collection or a busy core would read as the backend slowing
+ * down). Not the 95th: on a busy host the 95th percentile of a window swings with the host's own
+ * load (measured on the real box under a perfect limit, latency constant: a sixth of the windows
+ * 1.6x the baseline or more with two instances on its 2 cores), and the limit backed off from that
+ * noise; a limit past the capacity slows every request let in after it, which the 75th sees.
  */
-function windowP95(buckets: [number, number][], samples: number): number | null {
-  return histogramQuantile(new Map(buckets), Math.min(0.95, (samples - 2) / samples))
+const WINDOW_QUANTILE = 0.75
+function windowLatency(buckets: [number, number][], samples: number): number | null {
+  return histogramQuantile(new Map(buckets), Math.min(WINDOW_QUANTILE, (samples - 2) / samples))
 }
 
 /** A failed request keeps its slot at most this long (ms), whatever a good request takes. */
@@ -62,6 +67,26 @@ export interface AdaptiveGateParts {
   onError: (err: unknown) => void
   /** Session mode: gives back the pass `decision` holds (its visitor is a newcomer again). Default: nothing. */
   revoke?: (decision: GateDecision) => void
+  /**
+   * The time (`now`, ms) and the windows' timer (`repeat(tick, ms)` runs `tick` every `ms` and
+   * answers how to stop it). Default: `Date.now` and an unref'd `setInterval`. The fleet simulator
+   * (bench/simulate/) passes its virtual clock, so the same module runs hours in seconds.
+   */
+  clock?: AdaptiveClock
+}
+
+/** What the adaptive limit reads the time from (see {@link AdaptiveGateParts.clock}). */
+export interface AdaptiveClock {
+  now(): number
+  repeat(tick: () => void, ms: number): () => void
+}
+
+const REAL_CLOCK: AdaptiveClock = {
+  now: Date.now,
+  repeat(tick, ms) {
+    const timer = setInterval(tick, ms).unref()
+    return () => clearInterval(timer)
+  },
 }
 
 export class AdaptiveGate {
@@ -78,17 +103,18 @@ export class AdaptiveGate {
   #samples = 0
   #failures = 0
   #refused = 0
-  #timer: NodeJS.Timeout | undefined
+  readonly #stop: () => void
+  readonly #clock: AdaptiveClock
   #busy = false
   #state: AdaptiveStatus
   /** A good request's time here (ms, a moving average): how long a failed request keeps its slot. */
   #good = 0
   /**
    * The instance's own brake: each failure it sees lowers its limit by one at once (to half the
-   * fleet's figure at most), without waiting for the fleet's judge; `fleet` is the fleet's figure
-   * it applies to, `windows` how long it has held.
+   * fleet's figure at most), without waiting for the fleet's judge, until the fleet's figure is at
+   * or under it; `windows`: how long it has held.
    */
-  #brake: { limit: number; fleet: number; windows: number } | undefined
+  #brake: { limit: number; windows: number } | undefined
   /**
    * Session mode: the most passes out the store counted in the last window this instance judged
    * (`null` before one): above the figure in force, the visitors a cut meant to shed are still in.
@@ -111,11 +137,12 @@ export class AdaptiveGate {
       // A store that keeps no fleet figure: this gate keeps its own, and counts what is inside with state().
       const board = new AdaptiveBoard()
       this.#fleet = {
-        adapt: async (n, r) => board.report(r, Date.now(), (await store.state(n)).held),
+        adapt: async (n, r) => board.report(r, this.#clock.now(), (await store.state(n)).held),
         adaptCommit: async (_, c) => board.commit(c),
       }
     }
-    this.#timer = setInterval(() => void this.tick(), window).unref()
+    this.#clock = parts.clock ?? REAL_CLOCK
+    this.#stop = this.#clock.repeat(() => void this.tick(), window)
     // Go on from the fleet's figure at once (a restarted gate, a new instance), not after a window.
     void this.tick()
   }
@@ -148,7 +175,7 @@ export class AdaptiveGate {
     // of how many are too many; one newcomer less until the judge has spoken.
     const braked = this.sessions ? fleet - 1 : Math.min(fleet, this.#brake?.limit ?? fleet) - 1
     const limit = Math.max(floor, braked)
-    this.#brake = { limit, fleet, windows: 0 }
+    this.#brake = { limit, windows: 0 }
     this.limit.setAdaptive(limit)
   }
 
@@ -186,7 +213,7 @@ export class AdaptiveGate {
     const keep = this.keepFailed(ms)
     if (keep <= 0) return
     if (this.#heldBack.size >= MAX_HELD_BACK) this.#heldBack.clear()
-    this.#heldBack.set(token, Date.now() + keep)
+    this.#heldBack.set(token, this.#clock.now() + keep)
   }
 
   /**
@@ -204,7 +231,7 @@ export class AdaptiveGate {
     const until = this.#heldBack.get(d.token)
     if (until === undefined) return undefined
     this.#heldBack.delete(d.token)
-    const wait = until - Date.now()
+    const wait = until - this.#clock.now()
     return wait > 0 ? new Promise((resolve) => setTimeout(resolve, wait, d)) : undefined
   }
 
@@ -244,7 +271,15 @@ export class AdaptiveGate {
         // limit where the live one was tested, not where it was before (or grew to) unseen.
         const inForce = this.limit.control ?? limit
         const step = estimator.step(
-          { samples, failures, refused, inside, sessions: this.sessions, p95: windowP95(buckets, samples) },
+          {
+            samples,
+            failures,
+            refused,
+            inside,
+            sessions: this.sessions,
+            latency: windowLatency(buckets, samples),
+            at: this.#clock.now(),
+          },
           inForce,
         )
         const next = Math.min(max, Math.max(min, step.limit))
@@ -281,7 +316,9 @@ export class AdaptiveGate {
     const { reason, recent } = estimator.last
     this.#state = { ...this.settings, limit, baseline: estimator.baseline, recent, reason }
     const brake = this.#brake
-    if (brake !== undefined && (brake.fleet !== limit || ++brake.windows > BRAKE_WINDOWS)) this.#brake = undefined
+    // A brake holds until the fleet's figure is at or under it (a judge that cut less than the brake
+    // found, from a window that saw only the first failures, must not undo it), or BRAKE_WINDOWS.
+    if (brake !== undefined && (limit <= brake.limit || ++brake.windows > BRAKE_WINDOWS)) this.#brake = undefined
     this.limit.setAdaptive(this.#brake === undefined ? limit : Math.min(limit, this.#brake.limit))
     if (limit !== previous && limitChannel.hasSubscribers) {
       limitChannel.publish({
@@ -296,7 +333,7 @@ export class AdaptiveGate {
   }
 
   close(): void {
-    if (this.#timer) clearInterval(this.#timer)
+    this.#stop()
   }
 }
 

@@ -68,7 +68,7 @@ export interface InstanceStatus {
 export interface AdaptiveStatus extends AdaptiveSettings {
   /** The fleet's figure now. */
   limit: number
-  /** The no-load latency estimate and the last window's 95th percentile (ms). */
+  /** The no-load latency estimate and the last window's latency (its 75th percentile, ms). */
   baseline: number | null
   recent: number | null
   /** Why the last window moved it (or not). */

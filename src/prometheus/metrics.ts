@@ -228,12 +228,12 @@ export function airlockMetrics(options: AirlockMetricsOptions = {}): AirlockMetr
   const seconds = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : ms / 1000)
   gauge(
     'adaptive_latency_baseline_seconds',
-    "The adaptive limit's no-load latency estimate (the baseline its windows' 95th percentiles are judged against).",
+    "The adaptive limit's no-load latency estimate (the baseline its windows' latencies, their 75th percentiles, are judged against).",
     (s) => seconds(s.adaptive?.baseline),
   )
   gauge(
     'adaptive_latency_recent_seconds',
-    "The 95th percentile latency of the adaptive limit's last judged window.",
+    "The latency (75th percentile) of the adaptive limit's last judged window.",
     (s) => seconds(s.adaptive?.recent),
   )
   new client.Gauge({
