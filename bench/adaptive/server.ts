@@ -4,8 +4,9 @@
  * `under-pressure` (@fastify/under-pressure, no gate). MODE: `request` (default) or `session` (a
  * visitor ends its visit with `GET /leave`, which gives its pass back). REDIS_URL: the gate's store
  * (else memory). `POST /bench/control?limit=N` sets the live limit, `DELETE /bench/control` clears
- * it. Prints `listening <port>`, then `{"t":ms,"limit":n,"adaptive":n}` every 100 ms (the limit in
- * force and the adaptive figure). TRACE=1: each move of the adaptive limit (`airlock:limit`) on stderr.
+ * it. Prints `listening <port>`, then `{"t":ms,"limit":n,"adaptive":n,"recent":ms,"baseline":ms}`
+ * every 100 ms (the limit in force, the adaptive figure, and the last judged window's 95th
+ * percentile and the baseline: the host's own noise). TRACE=1: each move of the adaptive limit (`airlock:limit`) on stderr.
  */
 import diagnostics from 'node:diagnostics_channel'
 import Fastify from 'fastify'
@@ -65,9 +66,17 @@ console.log(`listening ${(app.server.address() as { port: number }).port}`)
 setInterval(() => {
   if (shield === 'under-pressure') return
   const t = Date.now()
-  void app.airlockGate
-    .status()
-    .then((s) => console.log(JSON.stringify({ t, limit: app.airlockGate.limit, adaptive: s.adaptive?.limit ?? null })))
+  void app.airlockGate.status().then((s) =>
+    console.log(
+      JSON.stringify({
+        t,
+        limit: app.airlockGate.limit,
+        adaptive: s.adaptive?.limit ?? null,
+        recent: s.adaptive?.recent ?? null,
+        baseline: s.adaptive?.baseline ?? null,
+      }),
+    ),
+  )
 }, 100).unref()
 process.on('SIGTERM', () => {
   void app.close().then(() => {

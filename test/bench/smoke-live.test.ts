@@ -26,7 +26,7 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
     expect(r.phases[1].followMs).not.toBeNull()
   })
 
-  it('adaptive: a static row, the adaptive row and the live-limit row run and report every phase', {
+  it('adaptive: the perfect limit, a static row, the adaptive row and the live-limit row run and report every phase', {
     timeout: 90_000,
   }, async () => {
     const { code, out } = await runBench('adaptive.ts', {
@@ -34,12 +34,13 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
       HOLD_S: '3',
       CONNECTIONS: '30',
       BACKENDS: '^hard cliff$',
-      ROWS: 'static, lowest C|^adaptive$|live limit',
+      ROWS: 'perfect|static, lowest C|^adaptive$|live limit',
       BENCH_CHART: '0',
     })
     expect(code, out).toBe(0)
     for (const name of [
       'goodput / ideal, C=30',
+      'goodput / perfect, C=10',
       'failed runs, C=10',
       'good p99 ms, C=40',
       'bars met',
@@ -48,8 +49,11 @@ describe.runIf(redisAvailable)('live benches (smoke, one after the other)', () =
       expect(row(out, name), name).toBeDefined()
     }
     const r = json('adaptive')
-    expect(r.rows.map((x: { label: string }) => x.label)).toEqual(['static, lowest C', 'adaptive'])
-    const adaptive = r.rows[1]
+    expect(r.rows.map((x: { label: string }) => x.label)).toEqual(['perfect limit', 'static, lowest C', 'adaptive'])
+    // Each row's goodput read against the perfect limit's, phase by phase (the perfect row's own is 1).
+    expect(r.rows[0].vsPerfect).toEqual([1, 1, 1])
+    const adaptive = r.rows[2]
+    expect(adaptive.vsPerfect).toHaveLength(3)
     expect(adaptive.phases).toHaveLength(3)
     expect(adaptive.limits.length).toBeGreaterThan(10)
     // Within its bounds all along, and it moved off its start.
