@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { withinBudget } from '../../src/base/budget.js'
 import { createGate, type GateDecision, type RequestView } from '../../src/gate/gate.js'
+import { memoryStore } from '../../src/stores/memory.js'
 import { redisStore } from '../../src/stores/redis.js'
 import { redisAvailable, requireRedis, usePrivateRedis } from '../helpers/redis.js'
 import { recordingLogger } from '../helpers/stores.js'
@@ -79,5 +80,38 @@ describe.runIf(redisAvailable)('a busy process and a prompt store', () => {
       expect((await pending).status).toBe('acquired')
     }
     await store.close()
+  })
+})
+
+describe('a process busy before the store was even asked', () => {
+  // A pause between the start of a decision and its store call (a long garbage collection, the
+  // process descheduled on a starved box; here the app's own `clientKey`) used up the budget: the
+  // store was not slow, it was not asked yet. The memory store answers at once; it must win, not
+  // turn the visitor into a local-quota admission without a pass (seen in the reader test in CI:
+  // a first page 200 with no cookie, the next click 503).
+  it('session mode, memory store: admitted with a slot and a pass, no warning', async () => {
+    const log = recordingLogger()
+    let paused = false
+    let clients = 0
+    const gate = createGate({
+      mode: 'session',
+      limit: 2,
+      store: memoryStore(),
+      secret: 'busy-before-call-secret-of-32-bytes-or-more',
+      storeTimeout: 50,
+      logger: log,
+      clientKey: () => {
+        if (paused) block(200)
+        return `client-${clients++}`
+      },
+    })
+    await gate.release(await gate.decide(view)) // the store's first call made
+    paused = true
+    const d = await gate.decide(view)
+    expect(d).toMatchObject({ kind: 'admit', reason: 'slot' })
+    expect(d.kind === 'admit' && d.setCookie).toBeTruthy()
+    expect(log.lines.filter((l) => l.level === 'warn')).toEqual([])
+    await gate.release(d)
+    await gate.close()
   })
 })
