@@ -87,8 +87,8 @@ describe('a process busy before the store was even asked', () => {
   // A pause between the start of a decision and its store call (a long garbage collection, the
   // process descheduled on a starved box; here the app's own `clientKey`) used up the budget: the
   // store was not slow, it was not asked yet. The memory store answers at once; it must win, not
-  // turn the visitor into a local-quota admission without a pass (seen in the reader test in CI:
-  // a first page 200 with no cookie, the next click 503).
+  // turn the visitor into a local-quota admission without a pass (test/browser/reader.test.ts on a
+  // loaded box: a first page 200 with no cookie, the next click 503).
   it('session mode, memory store: admitted with a slot and a pass, no warning', async () => {
     const log = recordingLogger()
     let paused = false
